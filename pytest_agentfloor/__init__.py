@@ -1,0 +1,3 @@
+"""pytest-agentfloor: an agent tool-use benchmark as ordinary pytest tests."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,134 @@
+"""Model configurations: models.toml plus the built-in scripted policies.
+
+A configuration names the environment variable that holds an API key, never the key; the
+public view of a configuration (`public()`) is what records and reports may carry.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ProviderName = Literal["scripted", "openai", "ollama", "local", "replay"]
+
+SCRIPTED_POLICIES: tuple[str, ...] = (
+    "oracle",
+    "hallucinate",
+    "malformed",
+    "exhaust",
+    "resign",
+    "plan_only",
+    "wrong_tool",
+    "partial",
+    "repeat",
+)
+
+
+class Pricing(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hourly_usd: float | None = Field(None, ge=0, description="amortised hardware cost per hour of wall time")
+    input_per_mtok: float | None = Field(None, ge=0)
+    output_per_mtok: float | None = Field(None, ge=0)
+
+    def cost(self, tokens_in: int, tokens_out: int, wall_s: float) -> float:
+        usd = 0.0
+        if self.hourly_usd is not None:
+            usd += self.hourly_usd * wall_s / 3600.0
+        if self.input_per_mtok is not None:
+            usd += self.input_per_mtok * tokens_in / 1e6
+        if self.output_per_mtok is not None:
+            usd += self.output_per_mtok * tokens_out / 1e6
+        return usd
+
+
+class ModelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    provider: ProviderName
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = Field(None, description="NAME of the environment variable holding the key")
+    temperature: float = 0.0
+    seed: int | None = None
+    think: bool | None = None
+    max_tokens: int = Field(1024, gt=0, description="per-request completion cap")
+    timeout_s: float = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0)
+    system_prompt: Literal["default", "explicit_submission"] = "default"
+    params_b: float | None = Field(None, ge=0, description="parameter count in billions, for recipes")
+    pricing: Pricing = Field(default_factory=Pricing)
+    policy: str | None = Field(None, description="scripted policy name")
+
+    @model_validator(mode="after")
+    def _check(self) -> "ModelConfig":
+        if self.provider == "scripted" and self.policy not in SCRIPTED_POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(SCRIPTED_POLICIES)}")
+        if self.provider in ("openai", "ollama") and not self.model:
+            raise ValueError(f"provider {self.provider!r} needs 'model' (the served model id)")
+        return self
+
+    def public(self) -> dict[str, Any]:
+        """Everything but secrets; base URLs lose any credentials they embed."""
+        data = self.model_dump(mode="json")
+        if data.get("base_url"):
+            data["base_url"] = strip_credentials(data["base_url"])
+        return data
+
+
+def strip_credentials(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        parts = parts._replace(netloc=host)
+    return urlunsplit(parts._replace(query="", fragment=""))
+
+
+class ConfigError(Exception):
+    pass
+
+
+def builtin_models() -> dict[str, ModelConfig]:
+    out = {"oracle": ModelConfig(name="oracle", provider="scripted", policy="oracle")}
+    for p in SCRIPTED_POLICIES[1:]:
+        out[f"fault-{p}"] = ModelConfig(name=f"fault-{p}", provider="scripted", policy=p)
+    return out
+
+
+def load_models(path: Path | None) -> dict[str, ModelConfig]:
+    """Built-in scripted models, overlaid by the `[models.NAME]` tables of models.toml."""
+    models = builtin_models()
+    if path is None or not path.exists():
+        return models
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    tables = data.get("models", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: 'models' must be a table of [models.NAME] tables")
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: models.{name} must be a table")
+        try:
+            models[name] = ModelConfig.model_validate({"name": name, **table})
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field"
+            raise ConfigError(f"{path}: models.{name}{'.' + loc if loc else ''}: {msg}") from None
+    return models

@@ -1,0 +1,147 @@
+"""The episode loop: model turn, native tool calls, sandbox results, under the harness budgets.
+
+Only the provider's native tool-call field counts; a call written in the message text is no
+call. Provider failures end the episode as `provider_error` (infrastructure, not the model).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any, Callable
+
+from .providers.base import MalformedReply, Provider, ProviderError
+from .sandbox import Sandbox, menu
+from .suite.schema import TOOL_NAMES, ResolvedCase
+from .trajectory import Termination, ToolCall, Trajectory, Turn
+
+SYSTEM_PROMPTS: dict[str, str] = {
+    "default": (
+        "You are an operations assistant working in a sandbox of synthetic business records. "
+        "Use the provided tools to look up what you need; never guess record ids or values. "
+        "When the task asks for a decision, record it with submit_decision exactly once. "
+        "When you have the answer, reply with it in plain text and stop calling tools."
+    ),
+}
+SYSTEM_PROMPTS["explicit_submission"] = SYSTEM_PROMPTS["default"] + " You MUST call submit_decision to finish."
+
+DEFAULT_TOKEN_BUDGET = 128_000
+_LEAK = re.compile(r"(<tool_call>|\"(name|function)\"\s*:\s*\"(" + "|".join(TOOL_NAMES) + r")\")")
+
+
+def _canonical(name: str, args: dict[str, Any] | None, raw: str) -> str:
+    if args is None:
+        return f"{name}:{raw}"
+    return f"{name}:{json.dumps(args, sort_keys=True)}"
+
+
+def run_episode(
+    case: ResolvedCase,
+    provider: Provider,
+    *,
+    model: str,
+    run: int = 0,
+    system_prompt: str = "default",
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    timeout_s: float = 600.0,
+    remaining_steps: Callable[[ResolvedCase, Trajectory], int] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Trajectory:
+    """Run one episode and return its trajectory; never raises for model or endpoint failures."""
+    start = clock()
+    tools = menu(case.tools)
+    sandbox = Sandbox(case.fixtures, case.tools)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_PROMPTS[system_prompt]},
+        {"role": "user", "content": case.prompt},
+    ]
+    traj = Trajectory(
+        case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
+        model=model, tools=list(case.tools), messages=messages, turn_budget=case.turn_budget,
+        call_limit=case.call_limit, token_budget=token_budget,
+    )
+    seen: set[str] = set()
+    n_calls = 0
+    tokens = 0
+    termination: Termination = "turn_budget"
+    for index in range(case.turn_budget):
+        if clock() - start > timeout_s:
+            termination = "timeout"
+            traj.error = f"episode exceeded {timeout_s:g}s"
+            break
+        try:
+            reply = provider.complete(messages, tools, case=case)
+        except ProviderError as exc:
+            termination, traj.error = "provider_error", str(exc)
+            break
+        except MalformedReply as exc:
+            termination, traj.error = "malformed_call", str(exc)
+            break
+        turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
+                    tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s)
+        traj.turns.append(turn)
+        tokens += reply.tokens_in + reply.tokens_out
+        if reply.finish_reason == "length":
+            termination = "truncated"
+            break
+        if tokens > token_budget:
+            termination = "token_budget"
+            break
+        if not reply.tool_calls:
+            turn.leaked_call = bool(reply.content and _LEAK.search(reply.content))
+            messages.append({"role": "assistant", "content": reply.content or ""})
+            traj.final_answer = reply.content or ""
+            termination = "final_answer"
+            break
+        messages.append({
+            "role": "assistant", "content": reply.content or "",
+            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                           for c in reply.tool_calls],
+        })
+        stop: Termination | None = None
+        for out in reply.tool_calls:
+            call = ToolCall(turn=index, id=out.id, name=out.name, raw_arguments=out.arguments)
+            turn.calls.append(call)
+            try:
+                parsed = json.loads(out.arguments) if out.arguments.strip() else {}
+            except json.JSONDecodeError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                call.malformed = True
+                call.result = {"status": "error", "error_type": "malformed_call",
+                               "message": "arguments are not a JSON object", "hint": ""}
+                stop = "malformed_call"
+                break
+            call.arguments = parsed
+            call.hallucinated = out.name not in case.tools
+            key = _canonical(out.name, parsed, out.arguments)
+            call.repeated = key in seen  # retrying after an error is recovery, not repetition
+            n_calls += 1
+            if n_calls > case.call_limit:
+                call.result = {"status": "error", "error_type": "call_limit",
+                               "message": f"call limit of {case.call_limit} reached", "hint": ""}
+                stop = "call_limit"
+                break
+            call.result = sandbox.call(out.name, parsed)
+            if call.result.get("status") == "ok":
+                seen.add(key)
+            call.malformed = call.result.get("error_type") == "invalid_arguments"
+            messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
+                             "content": json.dumps(call.result, sort_keys=True)})
+        traj.submissions = list(sandbox.submissions)
+        if stop:
+            termination = stop
+            break
+        if sandbox.submissions and not case.needs_answer:
+            termination = "submitted"
+            break
+        if remaining_steps is not None and index + 1 < case.turn_budget:
+            if remaining_steps(case, traj) > case.call_limit - n_calls:
+                termination = "infeasible"
+                break
+    traj.submissions = list(sandbox.submissions)
+    traj.messages = messages
+    traj.termination = termination
+    traj.wall_s = clock() - start
+    return traj

@@ -1,0 +1,47 @@
+"""Grading: obligations, failure cascade and terminal flags, combined into one Grade."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..suite.schema import ResolvedCase
+from ..trajectory import Trajectory
+from .failure import FAILURE_MODES, FAILURE_NAMES, TERMINAL_FLAGS, failure_mode, terminal_flag
+from .obligations import CHECKS, NAMES, ORDER, Verdict, remaining_steps
+
+__all__ = ["FAILURE_MODES", "FAILURE_NAMES", "ORDER", "TERMINAL_FLAGS", "Grade", "Verdict", "grade",
+           "remaining_steps"]
+
+
+@dataclass(frozen=True)
+class Grade:
+    passed: bool
+    verdicts: list[Verdict] = field(default_factory=list)
+    first_unmet: Verdict | None = None
+    failure_mode: str | None = None
+    terminal_flag: str | None = None
+
+    def message(self, traj: Trajectory) -> str:
+        if self.passed or self.first_unmet is None:
+            return "passed"
+        head = f"{self.first_unmet.describe()}"
+        mode = f"failure mode {self.failure_mode} ({FAILURE_NAMES.get(self.failure_mode or '', 'custom')}), " \
+               f"terminal flag {self.terminal_flag}"
+        return f"unmet obligation {head}\n{mode}\ntrajectory:\n{traj.compact()}"
+
+
+def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None) -> Grade:
+    """Check the obligations in order; `hook` is pytest's hook relay, or None for the defaults."""
+    verdicts: list[Verdict] = []
+    for code in ORDER:
+        v = hook.pytest_agentfloor_check_obligation(code=code, case=case, trajectory=traj) if hook else None
+        verdicts.append(v if v is not None else CHECKS[code](case, traj))
+    if hook:
+        for extra in hook.pytest_agentfloor_extra_obligations(case=case, trajectory=traj):
+            verdicts.extend(extra or [])
+    first = next((v for v in verdicts if not v.ok), None)
+    if first is None:
+        return Grade(True, verdicts)
+    mode = hook.pytest_agentfloor_failure_mode(case=case, trajectory=traj, verdicts=verdicts) if hook else None
+    return Grade(False, verdicts, first, mode or failure_mode(case, traj, verdicts), terminal_flag(traj))

@@ -1,0 +1,41 @@
+"""Hooks a conftest.py (or another plugin) may implement to extend or replace grading.
+
+Implementations in a conftest.py run before the plugin's defaults, so a `firstresult` hook
+that returns a value there replaces the default.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .grading import Verdict
+    from .suite.schema import ResolvedCase
+    from .trajectory import Trajectory
+
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_agentfloor_check_obligation(code: str, case: "ResolvedCase", trajectory: "Trajectory") -> "Verdict | None":
+    """Check obligation `code` (one of A S P Q E X G B C) for one episode.
+
+    Return a Verdict to decide it, or None to leave it to the next implementation; the
+    plugin's default implements the nine obligations of the benchmark.
+    """
+
+
+@pytest.hookspec
+def pytest_agentfloor_extra_obligations(case: "ResolvedCase", trajectory: "Trajectory") -> "list[Verdict]":
+    """Return further verdicts, checked after the nine (use your own codes, e.g. "Z1")."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_agentfloor_failure_mode(case: "ResolvedCase", trajectory: "Trajectory", verdicts: "list[Verdict]") -> "str | None":
+    """Classify a failed run (default: the F1-F7 priority cascade)."""
+
+
+@pytest.hookspec
+def pytest_agentfloor_record(record: "dict[str, Any]") -> None:
+    """Called with each run record before it is stored; may add fields (never secrets)."""

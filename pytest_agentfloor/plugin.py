@@ -1,0 +1,366 @@
+"""pytest hooks only: options, collection, fixtures and report wiring.
+
+Data flows one way: case file -> items -> episode -> trajectory -> grade -> record. Records
+reach the controller through each report's user_properties, so totals are the same with and
+without xdist, and only the controller aggregates and reports.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from . import hookspec
+from .config import ConfigError, ModelConfig, load_models
+from .episode import run_episode
+from .grading import grade, remaining_steps
+from .providers.base import Provider, make_provider
+from .results import RunLog, build_record, properties
+from .suite.loader import CaseError, load_case, resolve
+from .suite.schema import TIERS, Case, ResolvedCase
+
+REPORT_MODES = ("none", "term", "all")
+
+
+@dataclass
+class Settings:
+    """Resolved options for one pytest process (controller or worker)."""
+
+    models: dict[str, ModelConfig]
+    selected: list[ModelConfig]
+    runs: int
+    variants: set[str] | None
+    instances: set[str] | None
+    report_mode: str
+    report_dir: Path
+    token_budget: int
+    episode_timeout: float
+    providers: dict[str, Provider] = field(default_factory=dict)
+    run_log: RunLog | None = None
+
+    def provider(self, config: ModelConfig) -> Provider:
+        if config.name not in self.providers:
+            self.providers[config.name] = make_provider(config)
+        return self.providers[config.name]
+
+    def log(self) -> RunLog:
+        if self.run_log is None:
+            self.run_log = RunLog(self.report_dir / "runs.jsonl")
+        return self.run_log
+
+
+settings_key = pytest.StashKey[Settings]()
+session_key = pytest.StashKey["AgentFloorSession"]()
+
+
+# -- options ------------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentfloor", "agent tool-use benchmark (pytest-agentfloor)")
+
+    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", **kw: Any) -> None:
+        group.addoption(opt, dest=ini, default=None, help=f"{help} (ini: {ini})", **kw)
+        parser.addini(ini, help=help, type=ini_type, default=default)
+
+    add("--model", "agentfloor_models", "model name(s) from models.toml; repeatable or comma-separated",
+        default=["oracle"], ini_type="args", action="append", metavar="NAME")
+    add("--models-file", "agentfloor_models_file", "models.toml path, relative to the rootdir",
+        default="models.toml", metavar="PATH")
+    add("--runs", "agentfloor_runs", "repeated runs of every (case, variant, instance)", default="1", metavar="N")
+    add("--variants", "agentfloor_variants", "prompt variants to run, e.g. v0,v2 or all", default="all",
+        metavar="LIST")
+    add("--instances", "agentfloor_instances", "instance variants to run, e.g. i0,i3 or all", default="all",
+        metavar="LIST")
+    add("--agentfloor-report", "agentfloor_report", f"session-end report: {'|'.join(REPORT_MODES)}",
+        default="term", metavar="MODE")
+    add("--report-dir", "agentfloor_report_dir", "where runs.jsonl and reports go, relative to the rootdir",
+        default="reports", metavar="DIR")
+    add("--token-budget", "agentfloor_token_budget", "episode token budget", default="128000", metavar="N")
+    add("--episode-timeout", "agentfloor_episode_timeout", "wall-clock seconds per episode", default="600",
+        metavar="S")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def _opt(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return config.getini(name) if value is None else value
+
+
+def _int_opt(config: pytest.Config, name: str, flag: str, minimum: int = 1) -> int:
+    raw = _opt(config, name)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{flag}: expected a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise pytest.UsageError(f"{flag}: must be at least {minimum}, got {value}")
+    return value
+
+
+def _selection(config: pytest.Config, name: str, flag: str, prefix: str) -> set[str] | None:
+    raw = str(_opt(config, name)).strip()
+    if raw in ("", "all"):
+        return None
+    items = {p.strip() for p in raw.split(",") if p.strip()}
+    bad = sorted(i for i in items if not re.fullmatch(rf"{prefix}\d+", i))
+    if bad:
+        raise pytest.UsageError(f"{flag}: {bad} are not {prefix}0, {prefix}1, ... names (or 'all')")
+    return items
+
+
+def _settings(config: pytest.Config) -> Settings:
+    rootdir = Path(config.rootpath)
+    models_file = rootdir / str(_opt(config, "agentfloor_models_file"))
+    try:
+        models = load_models(models_file if models_file.exists() else None)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    names: list[str] = []
+    for chunk in _opt(config, "agentfloor_models"):
+        names += [n.strip() for n in str(chunk).split(",") if n.strip()]
+    unknown = [n for n in names if n not in models]
+    if unknown:
+        where = f" in {models_file}" if models_file.exists() else f" (no {models_file.name} found in {rootdir})"
+        raise pytest.UsageError(
+            f"--model: unknown model(s) {', '.join(unknown)}{where}; configured: {', '.join(sorted(models))}")
+    mode = str(_opt(config, "agentfloor_report"))
+    if mode not in REPORT_MODES:
+        raise pytest.UsageError(f"--agentfloor-report: expected one of {', '.join(REPORT_MODES)}, got {mode!r}")
+    try:
+        timeout = float(_opt(config, "agentfloor_episode_timeout"))
+    except ValueError:
+        raise pytest.UsageError("--episode-timeout: expected seconds") from None
+    return Settings(
+        models=models,
+        selected=[models[n] for n in dict.fromkeys(names)],
+        runs=_int_opt(config, "agentfloor_runs", "--runs"),
+        variants=_selection(config, "agentfloor_variants", "--variants", "v"),
+        instances=_selection(config, "agentfloor_instances", "--instances", "i"),
+        report_mode=mode,
+        report_dir=rootdir / str(_opt(config, "agentfloor_report_dir")),
+        token_budget=_int_opt(config, "agentfloor_token_budget", "--token-budget"),
+        episode_timeout=timeout,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "agentfloor: an AgentFloor benchmark episode")
+    for tier in TIERS:
+        config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
+    settings = _settings(config)
+    config.stash[settings_key] = settings
+    from .grading import defaults
+
+    config.pluginmanager.register(defaults, "agentfloor-defaults")
+    if not hasattr(config, "workerinput"):
+        session = AgentFloorSession(config, settings)
+        config.stash[session_key] = session
+        config.pluginmanager.register(session, "agentfloor-session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    settings = config.stash.get(settings_key, None)
+    if settings is None:
+        return
+    for provider in settings.providers.values():
+        provider.close()
+    if settings.run_log:
+        settings.run_log.close()
+
+
+# -- collection ---------------------------------------------------------------------------
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix == ".toml" and file_path.parent.name.startswith("tier_"):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+def model_keyword(name: str) -> str:
+    return "model_" + re.sub(r"\W", "_", name)
+
+
+class CaseFile(pytest.File):
+    """One case file; its items are (variant, instance, run, model) combinations."""
+
+    case: Case
+    content_hash: str
+
+    def collect(self) -> Iterator["CaseItem"]:
+        self.case, self.content_hash = load_case(self.path)
+        self._resolved: dict[tuple[str, str], ResolvedCase] = {}
+        settings = self.config.stash[settings_key]
+        variants = [v for v in sorted(self.case.prompts, key=lambda v: int(v[1:]))
+                    if settings.variants is None or v in settings.variants]
+        instances = [i for i in ["i0", *sorted(self.case.instances, key=lambda i: int(i[1:]))]
+                     if settings.instances is None or i in settings.instances]
+        for model in settings.selected:
+            for v in variants:
+                for i in instances:
+                    for r in range(settings.runs):
+                        yield CaseItem.from_parent(self, name=f"{self.case.id}[{v}-{i}-r{r}-{model.name}]",
+                                                   variant=v, instance=i, run=r, model=model)
+
+    def resolved(self, variant: str, instance: str) -> ResolvedCase:
+        key = (variant, instance)
+        if key not in self._resolved:
+            self._resolved[key] = resolve(self.case, variant, instance, self.content_hash)
+        return self._resolved[key]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, CaseError):
+            return excinfo.value.render()
+        return super().repr_failure(excinfo)  # type: ignore[return-value]
+
+
+class CaseFailed(Exception):
+    """The model failed the case; the message is the grader's account."""
+
+
+class InfrastructureError(Exception):
+    """The endpoint failed after its retries: an error of the setup, not of the model."""
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, variant: str, instance: str, run: int, model: ModelConfig, **kw: Any):
+        super().__init__(**kw)
+        self.variant, self.instance, self.run, self.model = variant, instance, run, model
+        case: Case = self.parent.case  # type: ignore[union-attr]
+        self.add_marker("agentfloor")
+        self.add_marker(f"tier_{case.tier}")
+        self.add_marker(pytest.mark.xdist_group(model.name))
+        self.keywords[case.id] = True
+        self.keywords[model_keyword(model.name)] = True
+        self.trajectory = None
+
+    @property
+    def resolved_case(self) -> ResolvedCase:
+        return self.parent.resolved(self.variant, self.instance)  # type: ignore[union-attr]
+
+    def setup(self) -> None:
+        """Run the episode; an endpoint that keeps failing makes the item an error, not a failure."""
+        settings = self.config.stash[settings_key]
+        case = self.resolved_case
+        self.trajectory = run_episode(
+            case, settings.provider(self.model), model=self.model.name, run=self.run,
+            system_prompt=self.model.system_prompt, token_budget=settings.token_budget,
+            timeout_s=settings.episode_timeout, remaining_steps=remaining_steps,
+        )
+        if self.trajectory.termination == "provider_error":
+            self._save_record(None)
+            raise InfrastructureError(f"infrastructure error ({self.model.provider}): {self.trajectory.error}")
+
+    def runtest(self) -> None:
+        case, traj = self.resolved_case, self.trajectory
+        assert traj is not None
+        result = grade(case, traj, self.ihook)
+        self._save_record(result)
+        if not result.passed:
+            raise CaseFailed(result.message(traj))
+
+    def _save_record(self, result: Any) -> None:
+        record = build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid)
+        self.ihook.pytest_agentfloor_record(record=record)
+        self.user_properties.extend(properties(record))
+        self.config.stash[settings_key].log().append(record)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, (CaseFailed, InfrastructureError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)  # type: ignore[return-value]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.name
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    if isinstance(item, CaseItem) and call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
+        outcome.get_result().longrepr = str(call.excinfo.value)
+
+
+# -- fixtures for users' own tests ----------------------------------------------------------
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "agentfloor_model" in metafunc.fixturenames:
+        selected = metafunc.config.stash[settings_key].selected
+        metafunc.parametrize("agentfloor_model", selected, ids=[m.name for m in selected], indirect=True)
+
+
+@pytest.fixture
+def agentfloor_model(request: pytest.FixtureRequest) -> ModelConfig:
+    """The model configuration under test (one test per selected --model)."""
+    return request.param
+
+
+@pytest.fixture
+def agentfloor_provider(request: pytest.FixtureRequest, agentfloor_model: ModelConfig) -> Provider:
+    """A provider for the model under test, shared within this process."""
+    return request.config.stash[settings_key].provider(agentfloor_model)
+
+
+@pytest.fixture
+def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelConfig, agentfloor_provider: Provider):
+    """Run a case file's episode with the model under test: `agentfloor_episode(path, "v0", "i0")`.
+
+    Returns (trajectory, grade), graded with the same hooks as the benchmark items.
+    """
+    settings = request.config.stash[settings_key]
+
+    def run(path: str | Path, variant: str = "v0", instance: str = "i0") -> tuple[Any, Any]:
+        case, digest = load_case(Path(path))
+        resolved = resolve(case, variant, instance, digest)
+        traj = run_episode(resolved, agentfloor_provider, model=agentfloor_model.name,
+                           system_prompt=agentfloor_model.system_prompt, token_budget=settings.token_budget,
+                           timeout_s=settings.episode_timeout, remaining_steps=remaining_steps)
+        return traj, grade(resolved, traj, request.config.hook)
+
+    return run
+
+
+# -- controller-side aggregation ----------------------------------------------------------
+def _targets_cases(config: pytest.Config) -> bool:
+    """Whether this invocation runs benchmark cases (so runs.jsonl starts afresh)."""
+    base = Path(config.invocation_params.dir)
+    for arg in config.args:
+        p = (base / arg.split("::")[0]).resolve()
+        if p.is_file():
+            if p.suffix == ".toml" and p.parent.name.startswith("tier_"):
+                return True
+        elif p.is_dir():
+            if p.name.startswith("tier_") or any(c.is_dir() and c.name.startswith("tier_") for c in p.iterdir()):
+                return True
+    return False
+
+
+class AgentFloorSession:
+    """Controller-only: gathers records from reports and reports at session end."""
+
+    def __init__(self, config: pytest.Config, settings: Settings):
+        self.config = config
+        self.settings = settings
+        self.records: list[dict[str, Any]] = []
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        path = self.settings.report_dir / "runs.jsonl"
+        if path.exists() and _targets_cases(self.config):
+            path.replace(path.with_name("runs.prev.jsonl"))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" or not report.user_properties:
+            return
+        props = dict(report.user_properties)
+        if "task" in props and "passed" in props:
+            self.records.append(props)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.settings.report_mode == "none" or not self.records:
+            return
+        from .report.terminal import render_summary
+
+        render_summary(terminalreporter, self.records)

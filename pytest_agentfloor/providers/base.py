@@ -1,0 +1,95 @@
+"""The one protocol every provider speaks, and the retry policy they share.
+
+Messages are OpenAI-style chat dicts (role, content, tool_calls, tool_call_id); providers
+translate to and from their own wire format. Tool-call arguments come back as the raw JSON
+string the model produced, so the episode can tell a malformed call from a valid one.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+    from ..suite.schema import ResolvedCase
+
+T = TypeVar("T")
+
+
+@dataclass
+class ToolCallOut:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as produced by the model
+
+
+@dataclass
+class Reply:
+    content: str | None
+    tool_calls: list[ToolCallOut] = field(default_factory=list)
+    finish_reason: str = "stop"  # "stop", "tool_calls" or "length" (truncated at the cap)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+
+
+class ProviderError(Exception):
+    """The endpoint failed; `transient` errors are retried, the rest end the episode at once."""
+
+    def __init__(self, endpoint: str, cause: str, *, transient: bool):
+        self.endpoint = endpoint
+        self.cause = cause
+        self.transient = transient
+        super().__init__(f"{endpoint}: {cause}")
+
+
+class MalformedReply(Exception):
+    """The server answered, but its tool-call payload could not be read (a model failure)."""
+
+
+class Provider(Protocol):
+    config: "ModelConfig"
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 case: "ResolvedCase") -> Reply: ...
+
+    def close(self) -> None: ...
+
+
+def with_retries(fn: Callable[[], T], *, retries: int, endpoint: str,
+                 backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> T:
+    """Call `fn`, retrying transient ProviderErrors with jittered exponential backoff."""
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except ProviderError as exc:
+            if not exc.transient or attempt >= retries:
+                if attempt:
+                    raise ProviderError(exc.endpoint, f"{exc.cause} (after {attempt + 1} attempts)",
+                                        transient=exc.transient) from exc
+                raise
+            delay = backoff_s * (2**attempt) * (0.5 + random.random() / 2)
+            sleep(delay)
+            attempt += 1
+
+
+_REGISTRY: dict[str, str] = {
+    "scripted": "pytest_agentfloor.providers.scripted:ScriptedProvider",
+    "openai": "pytest_agentfloor.providers.openai_chat:OpenAIProvider",
+    "ollama": "pytest_agentfloor.providers.ollama_chat:OllamaProvider",
+}
+
+
+def make_provider(config: "ModelConfig") -> Provider:
+    """Import the provider's module only when a configuration uses it."""
+    import importlib
+
+    target = _REGISTRY.get(config.provider)
+    if target is None:
+        raise NotImplementedError(f"provider {config.provider!r} is not available yet")
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)(config)

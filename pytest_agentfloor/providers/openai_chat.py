@@ -1,0 +1,203 @@
+"""OpenAI Chat Completions provider (the official `openai` client), for OpenAI and compatible servers.
+
+Retries are ours, not the client's (`max_retries=0`), so every endpoint follows the same
+policy and the error that ends an episode says what happened on the last attempt.
+
+`config.think` is ignored here: Chat Completions has no portable on/off switch for reasoning
+(`reasoning_effort` is OpenAI-specific and takes levels, not a boolean), and sending an
+unknown field to a compatible server can make it reject the request.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from ..config import strip_credentials
+from .base import MalformedReply, ProviderError, Reply, ToolCallOut, with_retries
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+    from ..suite.schema import ResolvedCase
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "not-needed"  # local servers ignore the key, but the client insists on one
+_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+_TRANSIENT_STATUS = {429}  # plus every 5xx; other 4xx are configuration errors
+
+
+def _backoff_sleep(seconds: float) -> None:
+    # Looked up at call time so tests can monkeypatch time.sleep; with_retries' default is
+    # bound when base.py is imported.
+    time.sleep(seconds)
+
+
+def read_api_key(env_name: str | None, endpoint: str) -> str | None:
+    """The key named by `api_key_env`; a missing variable is a configuration error, not a retry."""
+    if not env_name:
+        return None
+    value = os.environ.get(env_name)
+    if not value:
+        raise ProviderError(endpoint, f"environment variable {env_name} (api_key_env) is not set or empty",
+                            transient=False)
+    return value
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    seen = {id(exc)}
+    while True:
+        nxt = exc.__cause__ or exc.__context__
+        if nxt is None or id(nxt) in seen:
+            return exc
+        seen.add(id(nxt))
+        exc = nxt
+
+
+def _connection_cause(exc: BaseException) -> str:
+    root = _root_cause(exc)
+    text = f"{type(root).__name__}: {root}"
+    low = text.lower()
+    if "refused" in low:
+        return "connection refused"
+    if "disconnected" in low or "remoteprotocolerror" in low or "reset" in low:
+        return "connection dropped by the server before a response"
+    if "name or service not known" in low or "nodename nor servname" in low or "getaddrinfo" in low:
+        return "host name could not be resolved"
+    return f"connection failed ({text[:200]})"
+
+
+class OpenAIProvider:
+    """Chat Completions with `tools=` (tool_choice auto); arguments come back as raw strings."""
+
+    def __init__(self, config: "ModelConfig"):
+        self.config = config
+        self.base_url = config.base_url or DEFAULT_BASE_URL
+        self.endpoint = strip_credentials(self.base_url)
+        self._secret = read_api_key(config.api_key_env, self.endpoint)
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=self._secret or NO_KEY,
+            max_retries=0,
+            timeout=config.timeout_s,
+        )
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 case: "ResolvedCase | None" = None) -> Reply:
+        cfg = self.config
+        request: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": [{k: m[k] for k in _MESSAGE_KEYS if k in m} for m in messages],
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+        }
+        if tools:
+            request["tools"] = tools
+            request["tool_choice"] = "auto"
+        if cfg.seed is not None:
+            request["seed"] = cfg.seed
+        first_id = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+        return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
+                            endpoint=self.endpoint, sleep=_backoff_sleep)
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- one attempt --------------------------------------------------------------------------
+    def _once(self, request: dict[str, Any], first_id: int) -> Reply:
+        start = time.perf_counter()
+        error: ProviderError | None = None
+        try:
+            resp = self._client.chat.completions.create(**request)
+        except openai.APITimeoutError:
+            error = self._error(f"timed out after {self.config.timeout_s:g}s", True)
+        except openai.APIConnectionError as exc:
+            error = self._error(_connection_cause(exc), True)
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            transient = code in _TRANSIENT_STATUS or code >= 500
+            error = self._error(f"HTTP {code}: {_status_message(exc)}", transient)
+        except openai.APIResponseValidationError as exc:
+            error = self._error(f"unreadable response: {exc}", False)
+        if error is not None:
+            # Raised outside the except block so the client's exception (which holds the
+            # request, headers included) is not even reachable through __context__.
+            raise error
+        latency = time.perf_counter() - start
+        return self._parse(resp, latency, first_id)
+
+    def _error(self, cause: str, transient: bool) -> ProviderError:
+        if self._secret:
+            cause = cause.replace(self._secret, "***")  # servers sometimes echo the key back
+        return ProviderError(self.endpoint, cause, transient=transient)
+
+    def _parse(self, resp: Any, latency: float, first_id: int) -> Reply:
+        choices = getattr(resp, "choices", None)
+        if not choices:
+            raise self._error(f"response has no choices: {str(resp)[:200]}", False)
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise self._error("response choice has no message", False)
+        content = getattr(message, "content", None)
+        if content is not None and not isinstance(content, str):
+            raise MalformedReply(f"message content is {type(content).__name__}, not a string")
+        calls: list[ToolCallOut] = []
+        raw_calls = getattr(message, "tool_calls", None) or []
+        if not isinstance(raw_calls, list):
+            raise MalformedReply(f"tool_calls is {type(raw_calls).__name__}, not a list")
+        for i, tc in enumerate(raw_calls):
+            fn = _field(tc, "function")
+            name = _field(fn, "name")
+            args = _field(fn, "arguments")
+            if not isinstance(name, str) or not name:
+                raise MalformedReply(f"tool call {i} has no function name")
+            if not isinstance(args, str):
+                raise MalformedReply(f"tool call {i} ({name}) has arguments of type "
+                                     f"{type(args).__name__}, not a JSON string")
+            cid = _field(tc, "id")
+            calls.append(ToolCallOut(id=cid if isinstance(cid, str) and cid else f"call_{first_id + i}",
+                                     name=name, arguments=args))
+        reason = getattr(choice, "finish_reason", None)
+        if reason == "length":
+            finish = "length"
+        elif calls or reason in ("tool_calls", "function_call"):
+            finish = "tool_calls"  # some servers say "stop" even when they return calls
+        else:
+            finish = "stop"
+        usage = getattr(resp, "usage", None)
+        return Reply(
+            content=content,
+            tool_calls=calls,
+            finish_reason=finish,
+            tokens_in=_int(getattr(usage, "prompt_tokens", 0)),
+            tokens_out=_int(getattr(usage, "completion_tokens", 0)),
+            latency_s=latency,
+        )
+
+
+def _field(obj: Any, key: str) -> Any:
+    """Attribute or key: the client builds lenient models, so odd payloads may stay plain dicts."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _status_message(exc: "openai.APIStatusError") -> str:
+    body = exc.body
+    msg: Any = None
+    if isinstance(body, dict):
+        msg = body.get("message") or body.get("error")
+        if isinstance(msg, dict):
+            msg = msg.get("message")
+    if not msg:
+        msg = exc.message or exc.response.reason_phrase
+    return " ".join(str(msg).split())[:300]

@@ -1,0 +1,171 @@
+"""In-process scripted policies: the oracle and one policy per failure mode.
+
+They exist to test the harness and the graders (every case must pass under the oracle, every
+fault policy must be classified as intended). They are never a stand-in for a model provider.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from .base import Reply, ToolCallOut
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+    from ..suite.schema import RefCall, ResolvedCase
+
+Call = tuple[str, dict[str, Any]]
+Policy = Callable[["ResolvedCase", int], "list[Call] | str"]
+
+
+def _ref_turns(case: "ResolvedCase") -> list[list[Call] | str]:
+    out: list[list[Call] | str] = []
+    for t in case.reference:
+        if t.calls:
+            out.append([(c.tool, dict(c.args)) for c in t.calls])
+        else:
+            out.append(t.final or "")
+    return out
+
+
+def _final_text(case: "ResolvedCase") -> str:
+    for t in reversed(case.reference):
+        if t.final is not None:
+            return t.final
+    return "Done."
+
+
+def _call_turns(case: "ResolvedCase", *, with_submit: bool = True) -> list[list[Call]]:
+    turns = []
+    for t in case.reference:
+        calls = [(c.tool, dict(c.args)) for c in t.calls if with_submit or c.tool != "submit_decision"]
+        if calls:
+            turns.append(calls)
+    return turns
+
+
+def _explore(case: "ResolvedCase", *, avoid: set[str] = frozenset()) -> Iterator[Call]:
+    """Distinct, valid calls to exposed tools (never a submission): busy work without progress."""
+    tools = [t for t in case.tools if t != "submit_decision" and t not in avoid]
+    fx = case.fixtures
+    for rec in fx.records:
+        for tool in tools:
+            if tool == "lookup_record":
+                yield tool, {"record_id": rec.id}
+            elif tool == "get_attribute":
+                for field in rec.fields:
+                    yield tool, {"record_id": rec.id, "attribute": field}
+            elif tool == "search_records":
+                yield tool, {"query": rec.name or rec.id}
+            elif tool == "check_constraint":
+                for con in fx.constraints:
+                    yield tool, {"record_id": rec.id, "constraint": con.name}
+    for tool in tools:
+        if tool == "list_options":
+            for cat in fx.options:
+                yield tool, {"category": cat}
+        elif tool == "compute_value":
+            for n in range(1, 50):
+                yield tool, {"operation": "sum", "operands": [1, n]}
+        elif tool == "search_records":
+            for n in range(1, 50):
+                yield tool, {"query": f"record {n}"}
+
+
+def _nth(it: Iterator[Call], n: int) -> list[Call]:
+    for i, call in enumerate(it):
+        if i == n:
+            return [call]
+    return [("search_records", {"query": f"anything {n}"})]
+
+
+def oracle(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    ref = _ref_turns(case)
+    return ref[t] if t < len(ref) else _final_text(case)
+
+
+def hallucinate(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    return [("fetch_all_records", {"scope": "everything"})] if t == 0 else oracle(case, t - 1)
+
+
+def malformed(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    turns = _call_turns(case)
+    name = turns[0][0][0] if turns else "lookup_record"
+    return [(name, "{\"record_id\": ")]  # type: ignore[list-item]
+
+
+def exhaust(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    turns = _call_turns(case, with_submit=False)
+    return turns[t] if t < len(turns) else _nth(_explore(case), t - len(turns))
+
+
+def resign(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    turns = _call_turns(case, with_submit=False)
+    flat = [c for turn in turns for c in turn]
+    while len(flat) < 2:
+        flat += _nth(_explore(case), len(flat))
+    return [flat[t]] if t < 2 else "I was not able to finish this task."
+
+
+def plan_only(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    return ("Plan: first I will search the records, then read the relevant attributes, "
+            "then check them and record the decision.")
+
+
+def wrong_tool(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    """Use a tool no required step needs, then deliver the reference outcome anyway."""
+    required = {name for s in case.steps for name in s.tools}
+    submits = [c for turn in _call_turns(case) for c in turn if c[0] == "submit_decision"]
+    if t == 0:
+        calls = _nth(_explore(case, avoid=required), 0)
+        if calls[0][0] in case.tools:
+            return calls
+    if t <= 1 and submits:
+        return submits[:1]
+    return _final_text(case)
+
+
+def partial(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    turns = _call_turns(case)
+    plain = [i for i, turn in enumerate(turns) if all(c[0] != "submit_decision" for c in turn)]
+    if plain:
+        del turns[plain[-1]]
+    return turns[t] if t < len(turns) else _final_text(case)
+
+
+def repeat(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    turns = _call_turns(case)
+    if turns and t in (0, 1):
+        return turns[0]
+    return oracle(case, t - 1 if turns else t)
+
+
+POLICIES: dict[str, Policy] = {
+    "oracle": oracle, "hallucinate": hallucinate, "malformed": malformed, "exhaust": exhaust,
+    "resign": resign, "plan_only": plan_only, "wrong_tool": wrong_tool, "partial": partial, "repeat": repeat,
+}
+
+
+class ScriptedProvider:
+    """Answers from a policy over the case's reference solution; token counts are estimates."""
+
+    def __init__(self, config: "ModelConfig"):
+        self.config = config
+        self._policy = POLICIES[config.policy or "oracle"]
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 case: "ResolvedCase") -> Reply:
+        t = sum(1 for m in messages if m["role"] == "assistant")
+        action = self._policy(case, t)
+        tokens_in = sum(len(m.get("content") or "") for m in messages) // 4 + 40 * len(tools)
+        if isinstance(action, str):
+            return Reply(content=action, tokens_in=tokens_in, tokens_out=len(action) // 4 + 1)
+        calls = [ToolCallOut(id=f"call_{t}_{j}", name=name,
+                             arguments=args if isinstance(args, str) else json.dumps(args))
+                 for j, (name, args) in enumerate(action)]
+        return Reply(content=None, tool_calls=calls, finish_reason="tool_calls", tokens_in=tokens_in,
+                     tokens_out=sum(len(c.arguments) for c in calls) // 4 + 8)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,1 @@
+"""Reports: terminal tables at session end and report files."""

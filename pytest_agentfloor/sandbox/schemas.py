@@ -1,0 +1,114 @@
+"""JSON schemas of the eight tools, as given to the model (OpenAI function format).
+
+Built once at import; the episode hands the same dicts to every request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_S = {"type": "string"}
+
+_TOOLS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "search_records": (
+        "Search the record store by keywords. Returns matching record ids with their names.",
+        {"query": {**_S, "description": "keywords to match against record names and tags"},
+         "collection": {**_S, "description": "optional collection to restrict the search to"}},
+        ["query"],
+    ),
+    "lookup_record": (
+        "Fetch one record by its exact id, with all of its fields.",
+        {"record_id": {**_S, "description": "the exact record id"}},
+        ["record_id"],
+    ),
+    "get_attribute": (
+        "Read one field of a record.",
+        {"record_id": {**_S, "description": "the exact record id"},
+         "attribute": {**_S, "description": "the field name"}},
+        ["record_id", "attribute"],
+    ),
+    "list_options": (
+        "List the valid options of a category (for example allowed values or candidate slots).",
+        {"category": {**_S, "description": "the option category"}},
+        ["category"],
+    ),
+    "check_constraint": (
+        "Check whether a record satisfies a named constraint. Returns satisfied true or false.",
+        {"record_id": {**_S, "description": "the exact record id"},
+         "constraint": {**_S, "description": "the constraint name"}},
+        ["record_id", "constraint"],
+    ),
+    "compare_records": (
+        "Compare several records on one numeric field; returns each value and the highest and lowest.",
+        {"record_ids": {"type": "array", "items": _S, "description": "two or more record ids"},
+         "attribute": {**_S, "description": "the field to compare"}},
+        ["record_ids", "attribute"],
+    ),
+    "compute_value": (
+        "Compute a number from operands: sum, difference, product, ratio, mean, min, max, percent_change.",
+        {"operation": {"type": "string",
+                       "enum": ["sum", "difference", "product", "ratio", "mean", "min", "max", "percent_change"]},
+         "operands": {"type": "array", "items": {"type": "number"}, "description": "the numbers, in order"}},
+        ["operation", "operands"],
+    ),
+    "submit_decision": (
+        "Record the final decision. This is the only action that changes state; call it once.",
+        {"decision": {**_S, "description": "the decision"},
+         "record_id": {**_S, "description": "the record the decision is about"},
+         "evidence": {"type": "array", "items": _S, "description": "ids of the records that support it"},
+         "note": {**_S, "description": "optional short justification"}},
+        ["decision"],
+    ),
+}
+
+
+def _schema(name: str) -> dict[str, Any]:
+    desc, props, required = _TOOLS[name]
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": desc,
+            "parameters": {"type": "object", "properties": props, "required": required,
+                           "additionalProperties": False},
+        },
+    }
+
+
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {name: _schema(name) for name in _TOOLS}
+_MENU_CACHE: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+
+
+def menu(tools: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The tool list for a case, shared between items (callers must not mutate it)."""
+    if tools not in _MENU_CACHE:
+        _MENU_CACHE[tools] = [TOOL_SCHEMAS[t] for t in tools]
+    return _MENU_CACHE[tools]
+
+
+def validate_arguments(name: str, args: dict[str, Any]) -> str | None:
+    """Strict validation against the schema; returns a problem or None."""
+    _, props, required = _TOOLS[name]
+    missing = [r for r in required if r not in args]
+    if missing:
+        return f"missing required argument(s): {', '.join(missing)}"
+    extra = [k for k in args if k not in props]
+    if extra:
+        return f"unknown argument(s): {', '.join(extra)}; allowed: {', '.join(props)}"
+    for key, value in args.items():
+        spec = props[key]
+        typ = spec["type"]
+        if typ == "string" and not isinstance(value, str):
+            return f"argument {key!r} must be a string"
+        if typ == "string" and "enum" in spec and value not in spec["enum"]:
+            return f"argument {key!r} must be one of {', '.join(spec['enum'])}"
+        if typ == "array":
+            if not isinstance(value, list):
+                return f"argument {key!r} must be an array"
+            item_t = spec["items"]["type"]
+            for v in value:
+                if item_t == "string" and not isinstance(v, str):
+                    return f"argument {key!r} must be an array of strings"
+                if item_t == "number" and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    return f"argument {key!r} must be an array of numbers"
+    return None

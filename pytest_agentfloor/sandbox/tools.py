@@ -1,0 +1,211 @@
+"""The deterministic sandbox: eight tools over a case's in-memory fixture database.
+
+A `Sandbox` is created fresh for every episode. Tool functions never execute model output:
+arguments are validated against the schema, then read as plain data.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from ..matching import equal, subset
+from ..suite.schema import Fixtures, Record
+from .schemas import validate_arguments
+
+Envelope = dict[str, Any]
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def ok(data: Any) -> Envelope:
+    return {"status": "ok", "data": data}
+
+
+def not_found(message: str, hint: str = "") -> Envelope:
+    return {"status": "not_found", "error_type": "not_found", "message": message, "hint": hint}
+
+
+def error(error_type: str, message: str, hint: str = "") -> Envelope:
+    return {"status": "error", "error_type": error_type, "message": message, "hint": hint}
+
+
+def _tokens(text: str) -> set[str]:
+    return set(_TOKEN.findall(text.casefold()))
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _clean(x: float) -> float | int:
+    x = round(x, 6)
+    return int(x) if x == int(x) and abs(x) < 1e15 else x
+
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: equal(b, a),
+    "!=": lambda a, b: not equal(b, a),
+    "in": lambda a, b: any(equal(x, a) for x in b),
+    "not_in": lambda a, b: not any(equal(x, a) for x in b),
+    "contains": lambda a, b: any(equal(b, x) for x in a) if isinstance(a, list) else str(b).casefold() in str(a).casefold(),
+}
+
+
+class Sandbox:
+    """Fresh per episode. `submissions` is the only state a tool can change."""
+
+    def __init__(self, fixtures: Fixtures, tools: tuple[str, ...]):
+        self.fixtures = fixtures
+        self.tools = tools
+        self.records: dict[str, Record] = {r.id: r for r in fixtures.records}
+        self._index = {r.id: _tokens(" ".join([r.id, r.name, r.collection, *r.tags])) for r in fixtures.records}
+        self._collections = sorted({r.collection for r in fixtures.records})
+        self._constraints = {c.name: c for c in fixtures.constraints}
+        self._failures_fired = [0] * len(fixtures.failures)
+        self.submissions: list[dict[str, Any]] = []
+
+    # -- dispatch -----------------------------------------------------------------------
+    def call(self, name: str, args: dict[str, Any]) -> Envelope:
+        if name not in self.tools:
+            return error("unknown_tool", f"there is no tool named {name!r}", f"available tools: {', '.join(self.tools)}")
+        problem = validate_arguments(name, args)
+        if problem:
+            return error("invalid_arguments", f"{name}: {problem}", "check the tool's parameter schema")
+        for i, f in enumerate(self.fixtures.failures):
+            if f.tool == name and subset(f.match, args) and (f.times < 0 or self._failures_fired[i] < f.times):
+                self._failures_fired[i] += 1
+                return error(f.error_type, f.message, f.hint)
+        return getattr(self, f"_t_{name}")(**args)
+
+    def _record(self, record_id: str) -> Record | None:
+        rec = self.records.get(record_id.strip())
+        if rec is None:  # tolerate case noise in ids, never fuzzy matches
+            folded = record_id.strip().casefold()
+            rec = next((r for k, r in self.records.items() if k.casefold() == folded), None)
+        return rec
+
+    def _missing(self, record_id: str) -> Envelope:
+        return not_found(f"no record with id {record_id!r}", "use search_records to find record ids")
+
+    # -- the eight tools ----------------------------------------------------------------
+    def _t_search_records(self, query: str, collection: str | None = None) -> Envelope:
+        pool = self.fixtures.records
+        if collection:
+            wanted = collection.strip().casefold()
+            pool = [r for r in pool if r.collection.casefold() == wanted]
+            if not pool:
+                return not_found(f"no collection named {collection!r}", f"collections: {', '.join(self._collections)}")
+        q = _tokens(query)
+        scored = sorted(((len(q & self._index[r.id]), r.id) for r in pool), key=lambda s: (-s[0], s[1]))
+        hits = [self.records[rid] for score, rid in scored if score > 0][:5]
+        if not hits:
+            return not_found(f"no records match {query!r}", "try fewer or different keywords")
+        return ok([{"id": r.id, "name": r.name, "collection": r.collection} for r in hits])
+
+    def _t_lookup_record(self, record_id: str) -> Envelope:
+        rec = self._record(record_id)
+        if rec is None:
+            return self._missing(record_id)
+        return ok({"id": rec.id, "collection": rec.collection, "name": rec.name, **rec.fields})
+
+    def _t_get_attribute(self, record_id: str, attribute: str) -> Envelope:
+        rec = self._record(record_id)
+        if rec is None:
+            return self._missing(record_id)
+        if attribute not in rec.fields:
+            return not_found(f"record {rec.id} has no attribute {attribute!r}", f"attributes: {', '.join(rec.fields)}")
+        return ok({"record_id": rec.id, "attribute": attribute, "value": rec.fields[attribute]})
+
+    def _t_list_options(self, category: str) -> Envelope:
+        opts = self.fixtures.options
+        key = next((k for k in opts if k.casefold() == category.strip().casefold()), None)
+        if key is None:
+            return not_found(f"no option category {category!r}", f"categories: {', '.join(opts)}")
+        return ok({"category": key, "options": opts[key]})
+
+    def _t_check_constraint(self, record_id: str, constraint: str) -> Envelope:
+        rec = self._record(record_id)
+        if rec is None:
+            return self._missing(record_id)
+        con = self._constraints.get(constraint.strip())
+        if con is None:
+            return not_found(f"no constraint named {constraint!r}", f"constraints: {', '.join(self._constraints)}")
+        if con.field not in rec.fields:
+            return error("not_applicable", f"constraint {con.name} reads {con.field!r}, which {rec.id} lacks")
+        actual = rec.fields[con.field]
+        try:
+            satisfied = bool(_OPS[con.op](actual, con.value))
+        except TypeError:
+            satisfied = False
+        return ok({"record_id": rec.id, "constraint": con.name, "satisfied": satisfied,
+                   "detail": f"{con.field} = {actual!r}; rule: {con.field} {con.op} {con.value!r}"})
+
+    def _t_compare_records(self, record_ids: list[str], attribute: str) -> Envelope:
+        if len(record_ids) < 2:
+            return error("invalid_arguments", "compare_records needs at least two record ids")
+        values: dict[str, float] = {}
+        for rid in record_ids:
+            rec = self._record(rid)
+            if rec is None:
+                return self._missing(rid)
+            num = _as_number(rec.fields.get(attribute))
+            if num is None:
+                return error("not_numeric", f"{rec.id}.{attribute} is missing or not a number")
+            values[rec.id] = num
+        hi = max(values, key=lambda k: (values[k], k))
+        lo = min(values, key=lambda k: (values[k], k))
+        return ok({"attribute": attribute, "values": values, "highest": hi, "lowest": lo})
+
+    def _t_compute_value(self, operation: str, operands: list[float]) -> Envelope:
+        xs = [float(x) for x in operands]
+        if not xs:
+            return error("invalid_arguments", "operands must not be empty")
+        if operation in ("difference", "ratio", "percent_change") and len(xs) != 2:
+            return error("invalid_arguments", f"{operation} takes exactly two operands")
+        if operation in ("ratio", "percent_change") and xs[0 if operation == "percent_change" else 1] == 0:
+            return error("division_by_zero", "the divisor is zero")
+        result = {
+            "sum": lambda: sum(xs),
+            "difference": lambda: xs[0] - xs[1],
+            "product": lambda: math.prod(xs),
+            "ratio": lambda: xs[0] / xs[1],
+            "mean": lambda: sum(xs) / len(xs),
+            "min": lambda: min(xs),
+            "max": lambda: max(xs),
+            "percent_change": lambda: (xs[1] - xs[0]) / xs[0] * 100.0,
+        }[operation]()
+        return ok({"operation": operation, "result": _clean(result)})
+
+    def _t_submit_decision(self, decision: str, record_id: str | None = None,
+                           evidence: list[str] | None = None, note: str | None = None) -> Envelope:
+        rules = self.fixtures.submission
+        if len(self.submissions) >= rules.max_submissions:
+            return error("already_submitted", "a decision was already recorded", "do not submit again")
+        if rules.decisions and not any(equal(d, decision) for d in rules.decisions):
+            return error("invalid_decision", f"decision {decision!r} is not allowed",
+                         f"allowed decisions: {', '.join(rules.decisions)}")
+        rec = None
+        if record_id is not None:
+            rec = self._record(record_id)
+            if rec is None:
+                return self._missing(record_id)
+        elif rules.require_record:
+            return error("invalid_arguments", "record_id is required for this decision")
+        cited = []
+        for rid in evidence or []:
+            erec = self._record(rid)
+            if erec is None:
+                return self._missing(rid)
+            cited.append(erec.id)
+        payload = {"decision": decision, "record_id": rec.id if rec else None, "evidence": cited, "note": note or ""}
+        self.submissions.append(payload)
+        return ok({"recorded": True, "decision": decision, "record_id": payload["record_id"]})

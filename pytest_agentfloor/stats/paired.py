@@ -1,0 +1,266 @@
+"""Paired comparison of each model against a reference model.
+
+Pairing: inner join of scored runs on (task, variant, instance, run). Runs present on one side
+only (including runs whose counterpart was an excluded infra error) are reported as
+``n_unpaired_model`` / ``n_unpaired_ref`` and otherwise ignored.
+
+Effect: ``delta_pp = 100 * (TCR_model - TCR_ref)`` over the pairs, i.e. the mean paired
+difference ``d = pass_model - pass_ref`` in {-1, 0, +1}, in percentage points.
+
+Bootstrap of delta: the pairs are clustered by the same resampling unit as TCR (default the
+(variant, instance, run) tuple, so all tasks' pairs of one tuple move together; ``"task"`` clusters
+pairs by task; ``"run"`` resamples individual pairs) and the pooled mean of ``d`` is recomputed
+per replicate, exactly as in :mod:`.bootstrap`.
+
+Decisions at margin ``m`` (pp) and level ``alpha`` (default 0.05):
+
+* non-inferiority: the one-sided ``1 - alpha`` lower bound (5th percentile) is ``> -m``;
+* TOST equivalence: the ``1 - 2*alpha`` (90 %) interval lies inside ``(-m, +m)``.
+
+Bootstrap p-values (test inversion of those percentile bounds):
+``p_lower = #{delta* <= -m} / B`` for H0: delta <= -m, ``p_upper = #{delta* >= +m} / B`` for
+H0: delta >= +m; ``p_noninferiority = p_lower`` and ``p_equivalence = max(p_lower, p_upper)``
+(the TOST p-value). With the order-statistic bounds of :mod:`.bootstrap`, "bound clears the
+margin" and "p < alpha" are the same event, so Holm-adjusting these p-values is coherent with the
+unadjusted interval decisions. Reported p-values are floored at ``1/B`` (the Monte Carlo
+resolution); ties at exactly ``-m``/``+m`` count against the claim.
+
+Exact McNemar: ``b`` = pairs where the model passes and the reference fails, ``c`` the reverse;
+``p = binomtest(b, b + c, 0.5).pvalue`` (two-sided), ``1.0`` when ``b + c = 0``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.stats import binomtest
+
+from .bootstrap import ClusterSums, bootstrap_sums, cluster_sums, order_bounds, ratio_replicates
+from .multiplicity import holm
+from .records import OVERALL, Cluster, RunTable, expand_scopes, scopes_of
+
+_TIE_TOL = 1e-9
+
+
+@functools.lru_cache(maxsize=4096)
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c``."""
+    if b < 0 or c < 0:
+        raise ValueError("discordant counts must be >= 0")
+    if b + c == 0:
+        return 1.0
+    return float(binomtest(int(b), int(b + c), 0.5).pvalue)
+
+
+@dataclass(frozen=True, slots=True)
+class PairedTest:
+    """One model vs the reference on one scope. Rates are fractions, deltas and margins are pp."""
+
+    model: str
+    reference: str
+    scope: str
+    n_pairs: int
+    n_unpaired_model: int
+    n_unpaired_ref: int
+    n_units: int
+    tcr_model: float | None
+    tcr_ref: float | None
+    delta_pp: float | None
+    ci95_low_pp: float | None
+    ci95_high_pp: float | None
+    ci90_low_pp: float | None
+    ci90_high_pp: float | None
+    margin_pp: float
+    p_noninferiority: float | None
+    p_equivalence: float | None
+    noninferior: bool
+    equivalent: bool
+    mcnemar_b: int
+    mcnemar_c: int
+    p_mcnemar: float
+    holm_family: str | None = None
+    p_noninferiority_holm: float | None = None
+    p_equivalence_holm: float | None = None
+    p_mcnemar_holm: float | None = None
+    noninferior_holm: bool = False
+    equivalent_holm: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PairedSection:
+    """All paired tests against one reference, Holm-adjusted within two families.
+
+    Family ``"model_tier"``: every (non-reference model, tier) test with at least one pair.
+    Family ``"model_overall"``: every model's all-tier test. Each of the three p-value kinds
+    (non-inferiority, equivalence, McNemar) is adjusted separately within its family.
+    """
+
+    reference: str | None
+    available: bool
+    reason: str | None
+    margin_pp: float
+    alpha: float
+    cluster: str
+    n_boot: int
+    family_sizes: dict[str, int]
+    tests: dict[str, dict[str, PairedTest]]
+
+
+def _paired_cells(cs: ClusterSums, b: np.ndarray, c: np.ndarray, pass_m: np.ndarray, pass_r: np.ndarray, *,
+                  margin_pp: float, n_boot: int, seed: int, alpha: float) -> dict[str, np.ndarray]:
+    """Vectorised point estimates, bounds and p-values for every cell of ``cs``."""
+    sum_d, n = cs.totals
+    s_num, s_den = bootstrap_sums(cs, n_boot, seed)
+    reps = np.sort(ratio_replicates(s_num, s_den, 100.0), axis=0)
+    lo95, hi95 = order_bounds(reps, alpha / 2)
+    lo90, hi90 = order_bounds(reps, alpha)
+    tol = _TIE_TOL * s_den
+    p_lower = np.mean(100.0 * s_num + margin_pp * s_den <= tol, axis=0)
+    p_upper = np.mean(100.0 * s_num - margin_pp * s_den >= -tol, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        safe = np.where(n > 0, n, 1.0)
+        return dict(
+            n=n, delta=np.where(n > 0, 100.0 * sum_d / safe, np.nan),
+            tcr_m=np.where(n > 0, pass_m / safe, np.nan), tcr_r=np.where(n > 0, pass_r / safe, np.nan),
+            lo95=lo95, hi95=hi95, lo90=lo90, hi90=hi90, p_lower=p_lower, p_upper=p_upper,
+            b=b, c=c, n_units=cs.n_units,
+        )
+
+
+def _opt(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _make_test(r: dict[str, np.ndarray], i: int, *, model: str, reference: str, scope: str, margin_pp: float,
+               alpha: float, n_boot: int, unpaired_m: int, unpaired_r: int) -> PairedTest:
+    n = int(round(r["n"][i]))
+    b, c = int(round(r["b"][i])), int(round(r["c"][i]))
+    has = n > 0
+    floor = 1.0 / n_boot
+    pl, pu = float(r["p_lower"][i]), float(r["p_upper"][i])
+    return PairedTest(
+        model=model, reference=reference, scope=scope, n_pairs=n, n_unpaired_model=unpaired_m,
+        n_unpaired_ref=unpaired_r, n_units=int(r["n_units"][i]),
+        tcr_model=_opt(r["tcr_m"][i]) if has else None, tcr_ref=_opt(r["tcr_r"][i]) if has else None,
+        delta_pp=_opt(r["delta"][i]) if has else None,
+        ci95_low_pp=_opt(r["lo95"][i]) if has else None, ci95_high_pp=_opt(r["hi95"][i]) if has else None,
+        ci90_low_pp=_opt(r["lo90"][i]) if has else None, ci90_high_pp=_opt(r["hi90"][i]) if has else None,
+        margin_pp=float(margin_pp),
+        p_noninferiority=max(pl, floor) if has else None,
+        p_equivalence=max(pl, pu, floor) if has else None,
+        noninferior=bool(has and pl < alpha),
+        equivalent=bool(has and max(pl, pu) < alpha),
+        mcnemar_b=b, mcnemar_c=c, p_mcnemar=mcnemar_exact(b, c),
+    )
+
+
+def paired_compare(pass_model: np.ndarray, pass_ref: np.ndarray, unit: np.ndarray | None = None, *,
+                   margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42, alpha: float = 0.05,
+                   model: str = "model", reference: str = "reference", scope: str = OVERALL) -> PairedTest:
+    """Paired test on already-aligned pass arrays; ``unit`` clusters pairs (default: each pair alone)."""
+    pm = np.asarray(pass_model, dtype=bool).ravel()
+    pr = np.asarray(pass_ref, dtype=bool).ravel()
+    if pm.shape != pr.shape:
+        raise ValueError("pass_model and pass_ref must be aligned pairs of equal length")
+    u = np.arange(pm.size) if unit is None else np.asarray(unit).ravel()
+    if u.shape != pm.shape:
+        raise ValueError("unit must have one entry per pair")
+    _, u_codes = np.unique(u, return_inverse=True) if u.size else (None, np.empty(0, dtype=np.int64))
+    cell = np.zeros(pm.size, dtype=np.int64)
+    cs = cluster_sums(cell, u_codes.ravel(), pm.astype(float) - pr.astype(float), None, 1)
+    r = _paired_cells(cs, np.array([np.sum(pm & ~pr)], float), np.array([np.sum(~pm & pr)], float),
+                      np.array([pm.sum()], float), np.array([pr.sum()], float),
+                      margin_pp=margin_pp, n_boot=n_boot, seed=seed, alpha=alpha)
+    return _make_test(r, 0, model=model, reference=reference, scope=scope, margin_pp=margin_pp, alpha=alpha,
+                      n_boot=n_boot, unpaired_m=0, unpaired_r=0)
+
+
+def apply_holm(tests: list[PairedTest], family: str, alpha: float) -> list[PairedTest]:
+    """Holm-adjust the three p-value kinds across ``tests`` (tests without pairs are left out)."""
+    idx = [i for i, t in enumerate(tests) if t.n_pairs > 0]
+    out = list(tests)
+    if not idx:
+        return out
+    adj_ni = holm([tests[i].p_noninferiority for i in idx])
+    adj_eq = holm([tests[i].p_equivalence for i in idx])
+    adj_mc = holm([tests[i].p_mcnemar for i in idx])
+    for j, i in enumerate(idx):
+        out[i] = replace(
+            tests[i], holm_family=family,
+            p_noninferiority_holm=float(adj_ni[j]), p_equivalence_holm=float(adj_eq[j]), p_mcnemar_holm=float(adj_mc[j]),
+            noninferior_holm=bool(tests[i].noninferior and adj_ni[j] < alpha),
+            equivalent_holm=bool(tests[i].equivalent and adj_eq[j] < alpha),
+        )
+    return out
+
+
+def compare_to_reference(table: RunTable, reference: str | None, *, margin_pp: float, n_boot: int, seed: int,
+                         cluster: Cluster, infra_as_failure: bool, alpha: float = 0.05) -> PairedSection:
+    """Paired tests of every non-reference model against ``reference`` on each tier and overall."""
+    base = dict(reference=reference, margin_pp=float(margin_pp), alpha=float(alpha), cluster=cluster, n_boot=n_boot)
+    if reference is None:
+        return PairedSection(available=False, reason="no reference model given", family_sizes={}, tests={}, **base)
+    if reference not in table.model_names:
+        return PairedSection(available=False, reason=f"reference model {reference!r} has no records",
+                             family_sizes={}, tests={}, **base)
+
+    scopes = scopes_of(table)
+    n_s = len(scopes)
+    mask, passes = table.scored(infra_as_failure)
+    key, units = table.task_key(), table.unit_code(cluster)
+    ri = table.model_names.index(reference)
+    ref_rows = np.flatnonzero(mask & (table.model == ri))
+    others = [mi for mi in range(len(table.model_names)) if mi != ri]
+
+    rows_m, rows_r, slots = [], [], []
+    unpaired_m = np.zeros((len(others), n_s), dtype=np.int64)
+    unpaired_r = np.zeros((len(others), n_s), dtype=np.int64)
+    for slot, mi in enumerate(others):
+        m_rows = np.flatnonzero(mask & (table.model == mi))
+        _, im, ir = np.intersect1d(key[m_rows], key[ref_rows], assume_unique=True, return_indices=True)
+        rows_m.append(m_rows[im])
+        rows_r.append(ref_rows[ir])
+        slots.append(np.full(im.size, slot, dtype=np.int64))
+        lone_m = np.ones(m_rows.size, dtype=bool)
+        lone_m[im] = False
+        lone_r = np.ones(ref_rows.size, dtype=bool)
+        lone_r[ir] = False
+        unpaired_m[slot] = np.bincount(expand_scopes(table, m_rows[lone_m])[1], minlength=n_s)
+        unpaired_r[slot] = np.bincount(expand_scopes(table, ref_rows[lone_r])[1], minlength=n_s)
+
+    rm = np.concatenate(rows_m) if rows_m else np.empty(0, dtype=np.int64)
+    rr = np.concatenate(rows_r) if rows_r else np.empty(0, dtype=np.int64)
+    sl = np.concatenate(slots) if slots else np.empty(0, dtype=np.int64)
+    rm2, scope2 = expand_scopes(table, rm)
+    rr2, sl2 = np.concatenate([rr, rr]), np.concatenate([sl, sl])
+    cell = sl2 * n_s + scope2
+    n_cells = len(others) * n_s
+    pm, pr = passes[rm2], passes[rr2]
+    cs = cluster_sums(cell, units[rm2], pm.astype(float) - pr.astype(float), None, n_cells)
+    r = _paired_cells(
+        cs, np.bincount(cell, pm & ~pr, minlength=n_cells), np.bincount(cell, ~pm & pr, minlength=n_cells),
+        np.bincount(cell, pm, minlength=n_cells), np.bincount(cell, pr, minlength=n_cells),
+        margin_pp=margin_pp, n_boot=n_boot, seed=seed, alpha=alpha,
+    )
+
+    flat: list[PairedTest] = []
+    for slot, mi in enumerate(others):
+        for si, sc in enumerate(scopes):
+            flat.append(_make_test(r, slot * n_s + si, model=table.model_names[mi], reference=reference, scope=sc,
+                                   margin_pp=margin_pp, alpha=alpha, n_boot=n_boot,
+                                   unpaired_m=int(unpaired_m[slot, si]), unpaired_r=int(unpaired_r[slot, si])))
+    tier_idx = [i for i, t in enumerate(flat) if t.scope != OVERALL]
+    over_idx = [i for i, t in enumerate(flat) if t.scope == OVERALL]
+    for fam, idx in (("model_tier", tier_idx), ("model_overall", over_idx)):
+        for i, t in zip(idx, apply_holm([flat[i] for i in idx], fam, alpha)):
+            flat[i] = t
+    tests: dict[str, dict[str, PairedTest]] = {}
+    for t in flat:
+        tests.setdefault(t.model, {})[t.scope] = t
+    sizes = {
+        "model_tier": sum(1 for i in tier_idx if flat[i].n_pairs > 0),
+        "model_overall": sum(1 for i in over_idx if flat[i].n_pairs > 0),
+    }
+    return PairedSection(available=True, reason=None, family_sizes=sizes, tests=tests, **base)

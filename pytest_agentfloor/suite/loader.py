@@ -1,0 +1,133 @@
+"""Read case files and expand them into resolved (variant, instance) cases.
+
+Validation happens once per file; the short error names the file, the field and the problem,
+so a broken case never hides the rest of the suite.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import string
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .schema import Case, Fixtures, ResolvedCase
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class CaseError(Exception):
+    """A case file that cannot be used; the message is meant to be shown as is."""
+
+    def __init__(self, path: Path | str, problems: list[str]):
+        self.path = str(path)
+        self.problems = problems
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"invalid case file {self.path}:"]
+        lines += [f"  {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_case(data: dict[str, Any], path: Path | str) -> Case:
+    try:
+        case = Case.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field"
+            problems.append(f"{_loc(err['loc'])}: {msg}")
+        raise CaseError(path, problems[:8] + ([f"... and {len(problems) - 8} more"] if len(problems) > 8 else []))
+    stem = Path(path).stem
+    if case.id != stem:
+        raise CaseError(path, [f"id: {case.id!r} must match the file name {stem!r}"])
+    return case
+
+
+def load_case(path: Path | str) -> tuple[Case, str]:
+    """Parse and validate one case file; returns the case and a hash of its content."""
+    raw = Path(path).read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CaseError(path, [f"not valid TOML: {exc}"]) from None
+    return parse_case(data, path), hashlib.sha256(raw).hexdigest()[:16]
+
+
+def _substitute(text: str, variables: dict[str, str]) -> str:
+    return string.Template(text).safe_substitute(variables) if variables else text
+
+
+def reference_call_count(case: Case, instance: str = "i0") -> int:
+    inst = case.instances.get(instance)
+    ref = inst.reference if inst and inst.reference is not None else case.reference
+    return sum(len(t.calls) for t in ref)
+
+
+def resolve(case: Case, variant: str, instance: str, content_hash: str) -> ResolvedCase:
+    """Apply an instance's overrides and a prompt variant to a case."""
+    if variant not in case.prompts:
+        raise KeyError(f"{case.id} has no prompt variant {variant!r}")
+    fixtures = case.fixtures
+    gold, steps, reference = case.gold, case.steps, case.reference
+    variables = dict(case.vars)
+    if instance != "i0":
+        inst = case.instances[instance]
+        variables.update(inst.vars)
+        fx = copy.deepcopy(fixtures.model_dump())
+        for rec in fx["records"]:
+            if rec["id"] in inst.patch_records:
+                rec["fields"].update(inst.patch_records[rec["id"]])
+        if inst.options is not None:
+            fx["options"] = inst.options
+        if inst.constraints is not None:
+            fx["constraints"] = [c.model_dump() for c in inst.constraints]
+        fixtures = Fixtures.model_validate(fx)
+        gold = inst.gold or gold
+        steps = inst.steps if inst.steps is not None else steps
+        reference = inst.reference if inst.reference is not None else reference
+    n_calls = sum(len(t.calls) for t in reference)
+    return ResolvedCase(
+        id=case.id,
+        tier=case.tier,
+        title=case.title,
+        variant=variant,
+        instance=instance,
+        prompt=_substitute(case.prompts[variant], variables),
+        tools=tuple(case.tools),
+        turn_budget=case.turn_budget,
+        call_limit=case.call_limit if case.call_limit is not None else n_calls + 2,
+        fixtures=fixtures,
+        gold=gold,
+        steps=tuple(steps),
+        forbidden=tuple(case.forbidden),
+        reference=tuple(reference),
+        content_hash=content_hash,
+    )
+
+
+def iter_case_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.toml") if p.parent.name.startswith("tier_"))
+
+
+def case_fingerprint(resolved: ResolvedCase) -> str:
+    blob = json.dumps(resolved.model_dump(mode="json"), sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]

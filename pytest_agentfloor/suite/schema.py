@@ -1,0 +1,296 @@
+"""Pydantic models of a case file: the one contract between benchmark data and the harness.
+
+A case is validated once at collection; everything downstream reads the resolved,
+instance-specific `ResolvedCase` and never the raw TOML.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
+TIER_TURN_BUDGET: dict[str, int] = {"A0": 1, "A": 2, "B": 4, "C": 6, "D": 8, "E": 10}
+TOOL_NAMES: tuple[str, ...] = (
+    "search_records",
+    "lookup_record",
+    "get_attribute",
+    "list_options",
+    "check_constraint",
+    "compare_records",
+    "compute_value",
+    "submit_decision",
+)
+FORBIDDEN_BEHAVIOURS: tuple[str, ...] = (
+    "repeated_identical_call",
+    "terminate_without_answer",
+    "partial_constraint_check",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Record(_Strict):
+    id: str
+    collection: str
+    name: str = ""
+    tags: list[str] = Field(default_factory=list)
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class Constraint(_Strict):
+    """A persistent rule a record can be checked against with check_constraint."""
+
+    name: str
+    description: str = ""
+    field: str
+    op: Literal["<", "<=", ">", ">=", "==", "!=", "in", "not_in", "contains"]
+    value: Any
+
+
+class ScriptedFailure(_Strict):
+    """A tool call that fails on purpose (tier D recovery), matched by tool and argument subset."""
+
+    tool: str
+    match: dict[str, Any] = Field(default_factory=dict)
+    times: int = Field(1, description="failures before the call succeeds; -1 fails forever")
+    error_type: str = "unavailable"
+    message: str = "The source is temporarily unavailable."
+    hint: str = "Retry the call or use another source."
+
+    @field_validator("tool")
+    @classmethod
+    def _known_tool(cls, v: str) -> str:
+        if v not in TOOL_NAMES:
+            raise ValueError(f"unknown tool {v!r}; valid: {', '.join(TOOL_NAMES)}")
+        return v
+
+
+class SubmissionRules(_Strict):
+    decisions: list[str] = Field(default_factory=list, description="allowed decision values; empty = any")
+    require_record: bool = True
+    max_submissions: int = 1
+
+
+class Fixtures(_Strict):
+    records: list[Record] = Field(default_factory=list)
+    options: dict[str, list[Any]] = Field(default_factory=dict)
+    constraints: list[Constraint] = Field(default_factory=list)
+    failures: list[ScriptedFailure] = Field(default_factory=list)
+    submission: SubmissionRules = Field(default_factory=SubmissionRules)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "Fixtures":
+        seen: set[str] = set()
+        for r in self.records:
+            if r.id in seen:
+                raise ValueError(f"record id {r.id!r} appears twice")
+            seen.add(r.id)
+        return self
+
+
+class AnswerCheck(_Strict):
+    """One deterministic check of the final answer text."""
+
+    kind: Literal["label", "contains", "not_contains", "json_fields", "regex", "max_words", "number"]
+    expected: Any = None
+    labels: list[str] = Field(default_factory=list)
+    values: list[str] = Field(default_factory=list)
+    fields: dict[str, Any] = Field(default_factory=dict)
+    pattern: str = ""
+    tolerance: float = 0.0
+    semantic: bool = Field(False, description="stands in for a judge-graded predicate")
+
+    @model_validator(mode="after")
+    def _params(self) -> "AnswerCheck":
+        need = {
+            "label": self.labels and self.expected is not None,
+            "contains": bool(self.values),
+            "not_contains": bool(self.values),
+            "json_fields": bool(self.fields),
+            "regex": bool(self.pattern),
+            "max_words": isinstance(self.expected, int),
+            "number": isinstance(self.expected, (int, float)),
+        }[self.kind]
+        if not need:
+            hint = {
+                "label": "'labels' (valid set) and 'expected'",
+                "contains": "'values'",
+                "not_contains": "'values'",
+                "json_fields": "'fields'",
+                "regex": "'pattern'",
+                "max_words": "integer 'expected'",
+                "number": "numeric 'expected'",
+            }[self.kind]
+            raise ValueError(f"answer check of kind {self.kind!r} needs {hint}")
+        if self.kind == "label" and self.expected not in self.labels:
+            raise ValueError(f"expected label {self.expected!r} is not in labels {self.labels}")
+        return self
+
+
+class Gold(_Strict):
+    answer: list[AnswerCheck] = Field(default_factory=list)
+    submission: dict[str, Any] | None = Field(None, description="fields the one permitted submission must carry")
+    evidence: list[str] | None = Field(None, description="exact set of record ids the submission must cite")
+
+
+class Step(_Strict):
+    """A required call: a successful call of `tool` (or an `alt` tool) whose arguments include
+    `args`, made in a later turn than the steps named in `after`."""
+
+    id: str
+    tool: str
+    alt: list[str] = Field(default_factory=list, description="other tools that satisfy the step")
+    args: dict[str, Any] = Field(default_factory=dict)
+    after: list[str] = Field(default_factory=list)
+
+    @field_validator("tool")
+    @classmethod
+    def _known_tool(cls, v: str) -> str:
+        if v not in TOOL_NAMES:
+            raise ValueError(f"unknown tool {v!r}; valid: {', '.join(TOOL_NAMES)}")
+        return v
+
+    @field_validator("alt")
+    @classmethod
+    def _known_alts(cls, v: list[str]) -> list[str]:
+        bad = [t for t in v if t not in TOOL_NAMES]
+        if bad:
+            raise ValueError(f"unknown tool(s) {bad}; valid: {', '.join(TOOL_NAMES)}")
+        return v
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return (self.tool, *self.alt)
+
+
+class RefCall(_Strict):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class RefTurn(_Strict):
+    calls: list[RefCall] = Field(default_factory=list)
+    final: str | None = None
+
+
+class Instance(_Strict):
+    """An instance variant: fixture overrides plus its own gold, steps and reference."""
+
+    vars: dict[str, str] = Field(default_factory=dict)
+    patch_records: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    options: dict[str, list[Any]] | None = None
+    constraints: list[Constraint] | None = None
+    gold: Gold | None = None
+    steps: list[Step] | None = None
+    reference: list[RefTurn] | None = None
+
+
+class Case(_Strict):
+    id: str
+    tier: Literal["A0", "A", "B", "C", "D", "E"]
+    title: str
+    domain: str = ""
+    tools: list[str] = Field(default_factory=list)
+    budget: int | None = Field(None, description="model turns; defaults to the tier's budget")
+    call_limit: int | None = Field(None, description="defaults to the reference's call count + 2")
+    prompts: dict[str, str]
+    vars: dict[str, str] = Field(default_factory=dict)
+    fixtures: Fixtures = Field(default_factory=Fixtures)
+    gold: Gold
+    steps: list[Step] = Field(default_factory=list)
+    forbidden: list[str] = Field(default_factory=lambda: ["repeated_identical_call"])
+    reference: list[RefTurn]
+    instances: dict[str, Instance] = Field(default_factory=dict)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_known(cls, v: list[str]) -> list[str]:
+        bad = [t for t in v if t not in TOOL_NAMES]
+        if bad:
+            raise ValueError(f"unknown tool(s) {bad}; valid: {', '.join(TOOL_NAMES)}")
+        return v
+
+    @field_validator("prompts")
+    @classmethod
+    def _v0(cls, v: dict[str, str]) -> dict[str, str]:
+        if "v0" not in v:
+            raise ValueError("needs a canonical prompt 'v0'")
+        bad = [k for k in v if not (k.startswith("v") and k[1:].isdigit())]
+        if bad:
+            raise ValueError(f"prompt variant names must look like v0, v1, ...; got {bad}")
+        return v
+
+    @field_validator("instances")
+    @classmethod
+    def _inst_names(cls, v: dict[str, Instance]) -> dict[str, Instance]:
+        bad = [k for k in v if not (k.startswith("i") and k[1:].isdigit() and k != "i0")]
+        if bad:
+            raise ValueError(f"instance names must look like i1, i2, ... (i0 is the base case); got {bad}")
+        return v
+
+    @field_validator("forbidden")
+    @classmethod
+    def _forbidden_known(cls, v: list[str]) -> list[str]:
+        bad = [b for b in v if b not in FORBIDDEN_BEHAVIOURS]
+        if bad:
+            raise ValueError(f"unknown forbidden behaviour(s) {bad}; valid: {', '.join(FORBIDDEN_BEHAVIOURS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "Case":
+        if self.tier == "A0" and self.tools:
+            raise ValueError("tier A0 cases expose no tools")
+        for variant in [None, *self.instances.values()]:
+            steps = (variant.steps if variant and variant.steps is not None else None) or self.steps
+            ids = {s.id for s in steps}
+            for s in steps:
+                hidden = [t for t in s.tools if t not in self.tools]
+                if hidden:
+                    raise ValueError(f"step {s.id!r} uses tool(s) {hidden} that the case does not expose")
+                missing = [a for a in s.after if a not in ids]
+                if missing:
+                    raise ValueError(f"step {s.id!r} comes after unknown step(s) {missing}")
+            ref = (variant.reference if variant and variant.reference is not None else None) or self.reference
+            for turn in ref:
+                for c in turn.calls:
+                    if c.tool not in self.tools:
+                        raise ValueError(f"reference calls {c.tool!r}, which the case does not expose")
+        return self
+
+    @property
+    def turn_budget(self) -> int:
+        return self.budget if self.budget is not None else TIER_TURN_BUDGET[self.tier]
+
+
+class ResolvedCase(BaseModel):
+    """One (case, prompt variant, instance) with every override applied: what an episode runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tier: str
+    title: str
+    variant: str
+    instance: str
+    prompt: str
+    tools: tuple[str, ...]
+    turn_budget: int
+    call_limit: int
+    fixtures: Fixtures
+    gold: Gold
+    steps: tuple[Step, ...]
+    forbidden: tuple[str, ...]
+    reference: tuple[RefTurn, ...]
+    content_hash: str
+
+    @property
+    def needs_submission(self) -> bool:
+        return self.gold.submission is not None
+
+    @property
+    def needs_answer(self) -> bool:
+        return bool(self.gold.answer)

@@ -1,0 +1,106 @@
+"""The Trajectory: the one record of an episode that every later stage reads.
+
+Plain, JSON-serialisable data, so a run can be stored, replayed, re-graded and reported
+without a model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Termination = Literal[
+    "final_answer",  # the model answered in text without calling a tool
+    "submitted",  # submit_decision was accepted and no answer text is needed
+    "turn_budget",  # the tier's model-turn budget was used up
+    "call_limit",  # more tool calls than the case allows
+    "token_budget",  # the episode token budget was exceeded
+    "truncated",  # a response was cut off at the completion cap
+    "infeasible",  # success became impossible within the call limit
+    "malformed_call",  # a tool call whose arguments are not a JSON object
+    "timeout",  # the episode's wall-clock limit
+    "provider_error",  # the endpoint failed after its retries (infrastructure)
+]
+
+
+class ToolCall(BaseModel):
+    turn: int
+    id: str
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None = None
+    result: dict[str, Any] = Field(default_factory=dict)
+    hallucinated: bool = False
+    malformed: bool = False
+    repeated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.result.get("status") == "ok"
+
+
+class Turn(BaseModel):
+    index: int
+    content: str | None = None
+    finish_reason: str = "stop"
+    calls: list[ToolCall] = Field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
+
+
+class Trajectory(BaseModel):
+    case_id: str
+    tier: str
+    variant: str
+    instance: str
+    run: int
+    model: str
+    tools: list[str]
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+    submissions: list[dict[str, Any]] = Field(default_factory=list, description="accepted state changes")
+    final_answer: str | None = None
+    termination: Termination = "final_answer"
+    error: str | None = None
+    wall_s: float = 0.0
+    turn_budget: int = 0
+    call_limit: int = 0
+    token_budget: int = 0
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [c for t in self.turns for c in t.calls]
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(t.tokens_in for t in self.turns)
+
+    @property
+    def tokens_out(self) -> int:
+        return sum(t.tokens_out for t in self.turns)
+
+    @property
+    def latency_s(self) -> float:
+        return sum(t.latency_s for t in self.turns)
+
+    def compact(self, limit: int = 12) -> str:
+        """One line per turn, for failure messages."""
+        lines = []
+        for t in self.turns[:limit]:
+            calls = ", ".join(
+                f"{c.name}({c.raw_arguments[:60]})->{c.result.get('status', '?')}"
+                + ("[hallucinated]" if c.hallucinated else "")
+                + ("[malformed]" if c.malformed else "")
+                + ("[repeat]" if c.repeated else "")
+                for c in t.calls
+            )
+            text = (t.content or "").strip().replace("\n", " ")
+            body = calls if calls else f"text: {text[:100]!r}"
+            lines.append(f"  turn {t.index}: {body}" + (f" [{t.finish_reason}]" if t.finish_reason == "length" else ""))
+        if len(self.turns) > limit:
+            lines.append(f"  ... {len(self.turns) - limit} more turns")
+        lines.append(f"  end: {self.termination}" + (f" ({self.error})" if self.error else ""))
+        return "\n".join(lines)
