@@ -1,0 +1,26 @@
+"""Command line: `python -m pytest_agentfloor COMMAND ...` for work that needs no pytest run."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ladder-table": ("pytest_agentfloor.suite.table", "write the docs table of the cases"),
+    "report": ("pytest_agentfloor.report.cli", "rebuild every report from a runs.jsonl"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
+        print("usage: python -m pytest_agentfloor COMMAND [ARGS]\n\ncommands:")
+        for name, (_, text) in COMMANDS.items():
+            print(f"  {name:14} {text}")
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[args[0]][0])
+    return int(module.main(args[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
