@@ -1,0 +1,136 @@
+"""One entry point from run records to every statistic the reports need.
+
+``aggregate`` is deterministic for a fixed seed and independent of record order: records are
+canonically sorted (see :mod:`.records`), every random draw is a documented function of
+``(seed, n_boot, number of units)`` (see :mod:`.bootstrap`), and the JSON form rounds floats to
+6 decimals with sorted keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .breakdown import FailureBreakdown, compute_breakdown
+from .cost import CostStats, compute_cost, pareto_front
+from .paired import PairedSection, compare_to_reference
+from .records import OVERALL, build_table, normalise_cluster, scopes_of
+from .recipes import DEFAULT_TARGETS_PCT, Recipe, deployment_recipes, size_order
+from .reliability import ReliabilityCurve, compute_reliability
+from .serialize import dumps, to_jsonable
+from .tcr import TcrEstimate, compute_tcr
+
+SCHEMA_VERSION = "1.0"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    name: str
+    params_b: float | None
+    size_rank: int
+    is_reference: bool
+    n_records: int
+    n_infra: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Everything computed from one corpus. Per-model sections are ``{model: {scope: ...}}`` with
+    scope one of the tiers present in the data, plus ``"overall"``."""
+
+    schema_version: str
+    config: dict[str, Any]
+    scopes: tuple[str, ...]
+    model_order: tuple[str, ...]
+    models: dict[str, ModelInfo]
+    tcr: dict[str, dict[str, TcrEstimate]]
+    paired: PairedSection
+    reliability: dict[str, dict[str, ReliabilityCurve]]
+    recipes: dict[str, dict[str, Recipe]]
+    cost: dict[str, dict[str, CostStats]]
+    pareto: dict[str, list[str]]
+    breakdown: dict[str, dict[str, FailureBreakdown]]
+    n_records: int
+    warnings: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain, stable dict: sorted keys, floats rounded to 6 decimals, ``None`` for undefined."""
+        return to_jsonable(self)
+
+    def dumps(self, *, indent: int | None = None) -> str:
+        """Canonical JSON text of :meth:`to_json`."""
+        return dumps(self, indent=indent)
+
+
+def aggregate(
+    records: Iterable[Mapping[str, Any]],
+    models_meta: Mapping[str, Mapping[str, Any]] | None,
+    *,
+    reference: str | None = None,
+    margin_pp: float = 10.0,
+    n_boot: int = 10_000,
+    seed: int = 42,
+    infra_as_failure: bool = False,
+    cluster: str | None = None,
+    alpha: float = 0.05,
+    targets_pct: Iterable[float] = DEFAULT_TARGETS_PCT,
+) -> Summary:
+    """Compute TCR + CIs, paired tests vs ``reference`` (Holm), pass@k/pass^k, recipes, cost, breakdowns.
+
+    ``cluster``: ``None``/``"unit"`` resamples (variant, instance, run) tuples, ``"task"`` tasks,
+    ``"run"`` single runs. ``alpha`` sets the two-sided CI level (1 - alpha), the one-sided
+    non-inferiority level, the TOST interval (1 - 2 alpha) and the Holm family-wise level.
+    """
+    if n_boot < 1:
+        raise ValueError("n_boot must be >= 1")
+    if not 0 < alpha < 0.5:
+        raise ValueError("alpha must be in (0, 0.5)")
+    if margin_pp < 0:
+        raise ValueError("margin_pp must be >= 0")
+    cl = normalise_cluster(cluster)
+    targets = tuple(sorted(float(t) for t in targets_pct))
+    table = build_table(records)
+    meta = dict(models_meta or {})
+    warnings = list(table.warnings)
+
+    params: dict[str, float | None] = {}
+    for m in table.model_names:
+        p = (meta.get(m) or {}).get("params_b")
+        params[m] = None if p is None else float(p)
+    unused = sorted(set(meta) - set(table.model_names))
+    if unused:
+        warnings.append(f"models_meta entries without records: {', '.join(unused)}")
+    if reference is not None and reference not in table.model_names:
+        warnings.append(f"reference model {reference!r} has no records; paired tests skipped")
+
+    scopes = scopes_of(table)
+    tcr = compute_tcr(table, n_boot=n_boot, seed=seed, cluster=cl, infra_as_failure=infra_as_failure, alpha=alpha)
+    paired = compare_to_reference(table, reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed, cluster=cl,
+                                  infra_as_failure=infra_as_failure, alpha=alpha)
+    reliability = compute_reliability(table, infra_as_failure=infra_as_failure)
+    cost = compute_cost(table, infra_as_failure=infra_as_failure)
+    breakdown = compute_breakdown(table)
+    recipes = deployment_recipes(tcr, params, table.tiers_present, targets_pct=targets, cost=cost)
+    pareto = {sc: pareto_front({m: (cost[m][sc].cost_per_run, cost[m][sc].tcr) for m in table.model_names})
+              for sc in scopes}
+
+    order = tuple(size_order(params, table.model_names))
+    models = {}
+    for mi, m in enumerate(table.model_names):
+        sel = table.model == mi
+        models[m] = ModelInfo(name=m, params_b=params[m], size_rank=order.index(m), is_reference=(m == reference),
+                              n_records=int(sel.sum()), n_infra=int((sel & table.infra).sum()))
+
+    config = {
+        "reference": reference, "margin_pp": float(margin_pp), "n_boot": int(n_boot), "seed": int(seed),
+        "infra_as_failure": bool(infra_as_failure), "cluster": cl, "alpha": float(alpha),
+        "ci_level": 1.0 - alpha, "tost_ci_level": 1.0 - 2 * alpha, "targets_pct": list(targets),
+        "resampling_unit": {"unit": "(variant, instance, run)", "task": "task", "run": "run"}[cl],
+        "overall_scope": OVERALL,
+    }
+    return Summary(
+        schema_version=SCHEMA_VERSION, config=config, scopes=scopes, model_order=order, models=models, tcr=tcr,
+        paired=paired, reliability=reliability, recipes=recipes, cost=cost, pareto=pareto, breakdown=breakdown,
+        n_records=table.n, warnings=tuple(sorted(warnings)),
+    )
