@@ -155,6 +155,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
     settings = _settings(config)
     config.stash[settings_key] = settings
+    if _targets_cases(config):
+        # a broken case file is reported as a collection error, but must not stop a sweep
+        config.option.continue_on_collection_errors = True
     from .grading import defaults
 
     config.pluginmanager.register(defaults, "agentfloor-defaults")
@@ -234,8 +237,7 @@ class CaseItem(pytest.Item):
         self.add_marker("agentfloor")
         self.add_marker(f"tier_{case.tier}")
         self.add_marker(pytest.mark.xdist_group(model.name))
-        self.keywords[case.id] = True
-        self.keywords[model_keyword(model.name)] = True
+        self.extra_keyword_matches.update({case.id, model_keyword(model.name)})
         self.trajectory = None
 
     @property

@@ -39,8 +39,9 @@ def tier_table(records: Iterable[dict[str, Any]]) -> Table:
 
 def render_summary(terminalreporter: Any, records: list[dict[str, Any]]) -> None:
     buf = io.StringIO()
+    markup = terminalreporter.hasmarkup
     console = Console(file=buf, width=max(terminalreporter.config.get_terminal_writer().fullwidth, 100),
-                      force_terminal=terminalreporter.hasmarkup, color_system="standard", highlight=False)
+                      force_terminal=markup, color_system="standard" if markup else None, highlight=False)
     console.print(tier_table(records))
     terminalreporter.write_sep("=", "agentfloor")
     terminalreporter.write(buf.getvalue())

@@ -83,7 +83,8 @@ class ClusterSums:
                 np.bincount(self.cell, self.den, minlength=self.n_cells))
 
 
-def cluster_sums(cell: np.ndarray, unit: np.ndarray, num: np.ndarray, den: np.ndarray | None, n_cells: int) -> ClusterSums:
+def cluster_sums(cell: np.ndarray, unit: np.ndarray, num: np.ndarray, den: np.ndarray | None,
+                 n_cells: int) -> ClusterSums:
     """Collapse observations to unit sums; ``unit`` ids need only be unique within a cell."""
     cell = np.asarray(cell, dtype=np.int64)
     num = np.asarray(num, dtype=np.float64)
@@ -98,7 +99,8 @@ def cluster_sums(cell: np.ndarray, unit: np.ndarray, num: np.ndarray, den: np.nd
     return ClusterSums(uniq // span, np.bincount(inv, num), np.bincount(inv, den), n_cells)
 
 
-def bootstrap_sums(cs: ClusterSums, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_sums(cs: ClusterSums, n_boot: int = DEFAULT_N_BOOT,
+                   seed: int = DEFAULT_SEED) -> tuple[np.ndarray, np.ndarray]:
     """Resampled ``(sum num, sum den)``, each ``(n_boot, n_cells)``; empty cells stay 0.
 
     All cells with the same number of units are stacked into one ``(U, m)`` matrix and multiplied

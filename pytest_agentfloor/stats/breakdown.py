@@ -61,5 +61,6 @@ def compute_breakdown(table: RunTable) -> dict[str, dict[str, FailureBreakdown]]
                 f: {lab: int(v) for lab, v in zip((*fields[f][1], NONE_LABEL), counts[f][i])}
                 for f in fields
             }
-            out[name][sc] = FailureBreakdown(model=name, scope=sc, n_failed=int(n_failed[i]), n_infra=int(n_infra[i]), **maps)
+            out[name][sc] = FailureBreakdown(model=name, scope=sc, n_failed=int(n_failed[i]),
+                                             n_infra=int(n_infra[i]), **maps)
     return out

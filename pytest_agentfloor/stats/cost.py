@@ -83,7 +83,8 @@ def compute_cost(table: RunTable, *, infra_as_failure: bool) -> dict[str, dict[s
                 infra_cost_usd=float(infra_cost[i]),
                 mean_wall_s=mean("wall_s", i), wall_per_pass=per_pass("wall_s", i),
                 mean_latency_s=mean("latency_s", i), latency_per_pass=per_pass("latency_s", i),
-                tokens_in_total=int(round(sums["tokens_in"][0][i])), tokens_out_total=int(round(sums["tokens_out"][0][i])),
+                tokens_in_total=int(round(sums["tokens_in"][0][i])),
+                tokens_out_total=int(round(sums["tokens_out"][0][i])),
                 mean_tokens_in=mean("tokens_in", i), mean_tokens_out=mean("tokens_out", i),
             )
     return out

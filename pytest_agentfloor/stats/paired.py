@@ -189,7 +189,8 @@ def apply_holm(tests: list[PairedTest], family: str, alpha: float) -> list[Paire
     for j, i in enumerate(idx):
         out[i] = replace(
             tests[i], holm_family=family,
-            p_noninferiority_holm=float(adj_ni[j]), p_equivalence_holm=float(adj_eq[j]), p_mcnemar_holm=float(adj_mc[j]),
+            p_noninferiority_holm=float(adj_ni[j]), p_equivalence_holm=float(adj_eq[j]),
+            p_mcnemar_holm=float(adj_mc[j]),
             noninferior_holm=bool(tests[i].noninferior and adj_ni[j] < alpha),
             equivalent_holm=bool(tests[i].equivalent and adj_eq[j] < alpha),
         )

@@ -51,7 +51,8 @@ def _codes(values: Sequence[Any]) -> tuple[tuple[Any, ...], np.ndarray]:
     return tuple(labels.tolist()), inv.astype(np.int64).ravel()
 
 
-def _category(values: Sequence[Any], known: tuple[str, ...], field: str) -> tuple[tuple[str, ...], np.ndarray, list[str]]:
+def _category(values: Sequence[Any], known: tuple[str, ...],
+              field: str) -> tuple[tuple[str, ...], np.ndarray, list[str]]:
     """Code an optional categorical; ``None`` gets code -1, unknown labels are appended sorted."""
     extra = sorted({str(v) for v in values if v is not None} - set(known))
     labels = known + tuple(extra)
@@ -141,7 +142,8 @@ def build_table(records: Iterable[Mapping[str, Any]]) -> RunTable:
         missing = [k for k in _REQUIRED if k not in r or r[k] is None]
         if missing:
             raise ValueError(f"record {i} lacks required field(s) {missing}")
-    col = {k: [r.get(k) for r in recs] for k in (*_REQUIRED, "infra_error", "failure_mode", "first_unmet", "terminal_flag", *_NUMERIC)}
+    fields = (*_REQUIRED, "infra_error", "failure_mode", "first_unmet", "terminal_flag", *_NUMERIC)
+    col = {k: [r.get(k) for r in recs] for k in fields}
     warnings: list[str] = []
 
     tier_index = {t: i for i, t in enumerate(TIERS)}

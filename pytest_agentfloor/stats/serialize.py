@@ -1,8 +1,9 @@
 """Deterministic JSON conversion for statistics results.
 
-Reports are diffed across runs and machines, so every float is rounded to a fixed number of
-decimals, ``-0.0`` is normalised to ``0.0``, non-finite values become ``None`` (JSON has no NaN),
-and every mapping is emitted with sorted keys.
+Reports are diffed across runs and machines, so every float is rounded by one rule: 6 decimal
+places, except that magnitudes below 1 keep 6 significant digits (so a $0.0000549 cost per run is
+not flattened to 5.5e-05). ``-0.0`` is normalised to ``0.0``, non-finite values become ``None``
+(JSON has no NaN), and every mapping is emitted with sorted keys.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ FLOAT_DECIMALS = 6
 
 
 def clean_float(x: float | None, ndigits: int = FLOAT_DECIMALS) -> float | None:
-    """Round ``x`` for output; ``None``/NaN/inf map to ``None``."""
+    """Round ``x`` for output (see module doc); ``None``/NaN/inf map to ``None``."""
     if x is None:
         return None
     x = float(x)
     if not math.isfinite(x):
         return None
+    if x != 0.0 and abs(x) < 1.0:
+        return float(f"{x:.{ndigits}g}") + 0.0
     return round(x, ndigits) + 0.0
 
 
