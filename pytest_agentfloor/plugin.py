@@ -16,10 +16,12 @@ import pytest
 
 from . import hookspec
 from .config import ConfigError, ModelConfig, load_models
+from .corpus import (CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider, completed_records,
+                     config_fingerprint, resume_key)
 from .episode import run_episode
 from .grading import grade, remaining_steps
 from .providers.base import Provider, make_provider
-from .results import RunLog, build_record, properties
+from .results import PROPERTY_FIELDS, RunLog, build_record, properties
 from .suite.loader import CaseError, load_case, resolve
 from .suite.schema import TIERS, Case, ResolvedCase
 
@@ -39,12 +41,23 @@ class Settings:
     report_dir: Path
     token_budget: int
     episode_timeout: float
+    record: bool = False
+    replay: bool = False
+    resume: bool = False
+    resume_keys: set[str] = field(default_factory=set)
     providers: dict[str, Provider] = field(default_factory=dict)
     run_log: RunLog | None = None
+    cassettes: CassetteStore | None = None
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
-            self.providers[config.name] = make_provider(config)
+            if self.replay or self.record:
+                self.cassettes = self.cassettes or CassetteStore(self.report_dir / CASSETTE_FILE)
+            if self.replay:
+                self.providers[config.name] = ReplayProvider(config, self.cassettes)  # type: ignore[arg-type]
+            else:
+                live = make_provider(config)
+                self.providers[config.name] = RecordingProvider(live, self.cassettes) if self.record else live  # type: ignore[arg-type]
         return self.providers[config.name]
 
     def log(self) -> RunLog:
@@ -81,6 +94,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--token-budget", "agentfloor_token_budget", "episode token budget", default="128000", metavar="N")
     add("--episode-timeout", "agentfloor_episode_timeout", "wall-clock seconds per episode", default="600",
         metavar="S")
+    for flag, ini, text in (
+        ("--record", "agentfloor_record", "store every model request and response in the report dir's cassettes"),
+        ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
+        ("--resume", "agentfloor_resume", "skip items already complete in runs.jsonl (same case and model config)"),
+    ):
+        group.addoption(flag, dest=ini, action="store_true", default=None, help=f"{text} (ini: {ini})")
+        parser.addini(ini, help=text, type="bool", default=False)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -136,7 +156,13 @@ def _settings(config: pytest.Config) -> Settings:
         timeout = float(_opt(config, "agentfloor_episode_timeout"))
     except ValueError:
         raise pytest.UsageError("--episode-timeout: expected seconds") from None
+    record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
+    if record and replay:
+        raise pytest.UsageError("--record and --replay exclude each other")
     return Settings(
+        record=record,
+        replay=replay,
+        resume=bool(_opt(config, "agentfloor_resume")),
         models=models,
         selected=[models[n] for n in dict.fromkeys(names)],
         runs=_int_opt(config, "agentfloor_runs", "--runs"),
@@ -161,7 +187,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .grading import defaults
 
     config.pluginmanager.register(defaults, "agentfloor-defaults")
-    if not hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        settings.resume_keys = set(config.workerinput.get("agentfloor_resume", ()))
+    else:
         session = AgentFloorSession(config, settings)
         config.stash[session_key] = session
         config.pluginmanager.register(session, "agentfloor-session")
@@ -175,6 +203,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         provider.close()
     if settings.run_log:
         settings.run_log.close()
+    if settings.cassettes:
+        settings.cassettes.close()
 
 
 # -- collection ---------------------------------------------------------------------------
@@ -203,11 +233,15 @@ class CaseFile(pytest.File):
         instances = [i for i in ["i0", *sorted(self.case.instances, key=lambda i: int(i[1:]))]
                      if settings.instances is None or i in settings.instances]
         for model in settings.selected:
+            fingerprint = config_fingerprint(model.public())
             for v in variants:
                 for i in instances:
                     for r in range(settings.runs):
-                        yield CaseItem.from_parent(self, name=f"{self.case.id}[{v}-{i}-r{r}-{model.name}]",
-                                                   variant=v, instance=i, run=r, model=model)
+                        item = CaseItem.from_parent(self, name=f"{self.case.id}[{v}-{i}-r{r}-{model.name}]",
+                                                    variant=v, instance=i, run=r, model=model)
+                        item.resume_key = resume_key(model.name, self.case.id, v, i, r, self.content_hash,
+                                                     fingerprint)
+                        yield item
 
     def resolved(self, variant: str, instance: str) -> ResolvedCase:
         key = (variant, instance)
@@ -239,6 +273,7 @@ class CaseItem(pytest.Item):
         self.add_marker(pytest.mark.xdist_group(model.name))
         self.extra_keyword_matches.update({case.id, model_keyword(model.name)})
         self.trajectory = None
+        self.resume_key = ""
 
     @property
     def resolved_case(self) -> ResolvedCase:
@@ -278,6 +313,36 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, self.name
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --resume, items already complete in runs.jsonl are deselected (their records still count)."""
+    settings = config.stash[settings_key]
+    if not settings.resume_keys:
+        return
+    done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in settings.resume_keys]
+    if done:
+        keep = set(map(id, done))
+        items[:] = [i for i in items if id(i) not in keep]
+        config.hook.pytest_deselected(items=done)
+        if hasattr(config, "workeroutput"):
+            config.workeroutput["agentfloor_resumed"] = [i.resume_key for i in done]
+        else:
+            config.stash[session_key].resumed.update(i.resume_key for i in done)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Hand the resume index to xdist workers, so every worker deselects the same items."""
+    settings = node.config.stash[settings_key]
+    node.workerinput["agentfloor_resume"] = sorted(settings.resume_keys)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    session = node.config.stash.get(session_key, None)
+    if session is not None:
+        session.resumed.update(getattr(node, "workeroutput", {}).get("agentfloor_resumed", ()))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -347,11 +412,20 @@ class AgentFloorSession:
         self.config = config
         self.settings = settings
         self.records: list[dict[str, Any]] = []
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        path = self.settings.report_dir / "runs.jsonl"
-        if path.exists() and _targets_cases(self.config):
+        self.previous: dict[str, dict[str, Any]] = {}
+        self.resumed: set[str] = set()
+        self.problems: list[str] = []
+        path = settings.report_dir / "runs.jsonl"
+        if settings.resume:
+            self.previous, self.problems = completed_records(path)
+            settings.resume_keys = set(self.previous)
+        elif path.exists() and _targets_cases(config):
             path.replace(path.with_name("runs.prev.jsonl"))
+
+    def all_records(self) -> list[dict[str, Any]]:
+        """This session's records plus those of the items it resumed."""
+        resumed = [{k: self.previous[key][k] for k in PROPERTY_FIELDS} for key in sorted(self.resumed)]
+        return resumed + self.records
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown" or not report.user_properties:
@@ -361,8 +435,13 @@ class AgentFloorSession:
             self.records.append(props)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.settings.report_mode == "none" or not self.records:
+        for problem in self.problems:
+            terminalreporter.write_line(f"agentfloor: {problem}", yellow=True)
+        if self.resumed:
+            terminalreporter.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
+        records = self.all_records()
+        if self.settings.report_mode == "none" or not records:
             return
         from .report.terminal import render_summary
 
-        render_summary(terminalreporter, self.records)
+        render_summary(terminalreporter, records)

@@ -103,8 +103,9 @@ def exhaust(case: "ResolvedCase", t: int) -> "list[Call] | str":
 def resign(case: "ResolvedCase", t: int) -> "list[Call] | str":
     turns = _call_turns(case, with_submit=False)
     flat = [c for turn in turns for c in turn]
+    extra = (c for c in _explore(case) if c not in flat)
     while len(flat) < 2:
-        flat += _nth(_explore(case), len(flat))
+        flat.append(next(extra))
     return [flat[t]] if t < 2 else "I was not able to finish this task."
 
 
