@@ -67,7 +67,7 @@ def test_fault_policy_gets_its_classification(bench: pytest.Pytester, policy: st
 
 
 def test_exhaust_is_flagged_at_the_turn_limit(bench: pytest.Pytester) -> None:
-    bench.runpytest("cases/tier_B/B1.toml", "--model", "fault-exhaust", "--variants", "v0")
+    bench.runpytest("cases/tier_B/B1.toml", "--model", "fault-exhaust", "--variants", "v0", "--instances", "i0")
     (rec,) = records(bench)
     assert (rec["termination"], rec["terminal_flag"], rec["turns"]) == ("turn_budget", "turn_limit", 4)
 
@@ -76,8 +76,8 @@ def test_malformed_case_is_a_short_collection_error_and_the_rest_still_runs(benc
     bad = bench.path / "cases" / "tier_B" / "B9.toml"
     text = (CASES / "tier_B" / "B1.toml").read_text().replace('id = "B1"', 'id = "B9"')
     bad.write_text(text.replace('tool = "search_records"', 'tool = "search_everything"', 1))
-    result = bench.runpytest("cases/tier_B", "--model", "oracle")
-    result.assert_outcomes(passed=5, errors=1)
+    result = bench.runpytest("cases/tier_B", "--model", "oracle", "--variants", "v0", "--instances", "i0")
+    result.assert_outcomes(passed=len(list((CASES / "tier_B").glob("*.toml"))), errors=1)
     out = result.stdout.str()
     assert "invalid case file" in out and "B9.toml" in out
     assert "steps[0].tool: unknown tool 'search_everything'" in out
@@ -86,8 +86,8 @@ def test_malformed_case_is_a_short_collection_error_and_the_rest_still_runs(benc
 
 def test_broken_toml_names_the_file(bench: pytest.Pytester) -> None:
     (bench.path / "cases" / "tier_A" / "A9.toml").write_text("id = \n")
-    result = bench.runpytest("cases/tier_A", "--model", "oracle")
-    result.assert_outcomes(passed=5, errors=1)
+    result = bench.runpytest("cases/tier_A", "--model", "oracle", "--variants", "v0", "--instances", "i0")
+    result.assert_outcomes(passed=len(list((CASES / "tier_A").glob("*.toml"))), errors=1)
     result.stdout.fnmatch_lines(["*invalid case file*A9.toml*", "*not valid TOML*"])
 
 
@@ -214,6 +214,7 @@ def test_conftest_can_add_an_obligation(bench: pytest.Pytester) -> None:
         def pytest_agentfloor_extra_obligations(case, trajectory):
             return [Verdict("Z1", len(trajectory.calls) <= 1, "at most one call", f"{len(trajectory.calls)} calls")]
     """)
-    result = bench.runpytest("cases/tier_A", "cases/tier_B", "--model", "oracle", "--variants", "v0")
+    result = bench.runpytest("cases/tier_A/A1.toml", "cases/tier_B/B1.toml", "--model", "oracle", "--variants", "v0",
+                             "--instances", "i0")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*unmet obligation Z1 (Z1): expected at most one call; observed 2 calls*"])
