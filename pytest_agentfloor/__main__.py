@@ -8,6 +8,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "ladder-table": ("pytest_agentfloor.suite.table", "write the docs table of the cases"),
     "report": ("pytest_agentfloor.report.cli", "rebuild every report from a runs.jsonl"),
+    "regrade": ("pytest_agentfloor.regrade", "re-grade stored trajectories under the current cases"),
 }
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from . import hookspec
 from .config import ConfigError, ModelConfig, load_models
+from .gate import GateError, GateResult, evaluate, load_baseline, parse_floor
 from .corpus import (CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider, completed_records,
                      config_fingerprint, resume_key)
 from .episode import run_episode
@@ -48,6 +49,7 @@ class Settings:
     providers: dict[str, Provider] = field(default_factory=dict)
     run_log: RunLog | None = None
     cassettes: CassetteStore | None = None
+    gate: "GateSpec | None" = None
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
@@ -64,6 +66,37 @@ class Settings:
         if self.run_log is None:
             self.run_log = RunLog(self.report_dir / "runs.jsonl")
         return self.run_log
+
+
+@dataclass
+class GateSpec:
+    baseline: Path
+    margin_pp: float
+    tiers: list[str] | None
+    floors: dict[str, float]
+    baseline_model: str | None
+
+
+def _gate_spec(config: pytest.Config) -> GateSpec | None:
+    raw = str(_opt(config, "agentfloor_baseline") or "")
+    floors_raw = [f for chunk in (_opt(config, "agentfloor_gate_floors") or []) for f in str(chunk).split(",") if f]
+    if not raw:
+        if floors_raw or config.getoption("agentfloor_gate_tiers"):
+            raise pytest.UsageError("--gate-tiers and --gate-floor need --baseline PATH")
+        return None
+    try:
+        margin = float(_opt(config, "agentfloor_gate_margin"))
+        floors = dict(parse_floor(f) for f in floors_raw)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc) if isinstance(exc, GateError) else "--gate-margin: expected a number") from None
+    tiers = [t.strip().removeprefix("tier_") for t in str(_opt(config, "agentfloor_gate_tiers")).split(",") if t.strip()]
+    bad = [t for t in tiers if t not in TIERS]
+    if bad:
+        raise pytest.UsageError(f"--gate-tiers: unknown tier(s) {bad}; valid: {', '.join(TIERS)}")
+    path = Path(config.invocation_params.dir) / raw
+    if not path.exists():
+        raise pytest.UsageError(f"--baseline {raw}: no such file")
+    return GateSpec(path, margin, tiers or None, floors, str(_opt(config, "agentfloor_gate_baseline_model")) or None)
 
 
 settings_key = pytest.StashKey[Settings]()
@@ -94,6 +127,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--token-budget", "agentfloor_token_budget", "episode token budget", default="128000", metavar="N")
     add("--episode-timeout", "agentfloor_episode_timeout", "wall-clock seconds per episode", default="600",
         metavar="S")
+    add("--baseline", "agentfloor_baseline", "gate against this runs.jsonl (or summary.json) of the incumbent",
+        default="", metavar="PATH")
+    add("--gate-margin", "agentfloor_gate_margin", "non-inferiority margin of the gate, in percentage points",
+        default="10", metavar="PP")
+    add("--gate-tiers", "agentfloor_gate_tiers", "tiers the gate checks, e.g. A0,A,B (default: all present)",
+        default="", metavar="LIST")
+    add("--gate-floor", "agentfloor_gate_floors", "absolute TCR floor, e.g. tier_A>=0.90; repeatable",
+        default=[], ini_type="args", action="append", metavar="TIER>=X")
+    add("--gate-baseline-model", "agentfloor_gate_baseline_model", "the baseline model when the file holds several",
+        default="", metavar="NAME")
     for flag, ini, text in (
         ("--record", "agentfloor_record", "store every model request and response in the report dir's cassettes"),
         ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
@@ -181,6 +224,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
     settings = _settings(config)
     config.stash[settings_key] = settings
+    if not hasattr(config, "workerinput"):
+        settings.gate = _gate_spec(config)
     if _targets_cases(config):
         # a broken case file is reported as a collection error, but must not stop a sweep
         config.option.continue_on_collection_errors = True
@@ -415,6 +460,9 @@ class AgentFloorSession:
         self.previous: dict[str, dict[str, Any]] = {}
         self.resumed: set[str] = set()
         self.problems: list[str] = []
+        self.other_failures = 0
+        self.gate_result: GateResult | None = None
+        self.gate_error: str | None = None
         path = settings.report_dir / "runs.jsonl"
         if settings.resume:
             self.previous, self.problems = completed_records(path)
@@ -428,11 +476,31 @@ class AgentFloorSession:
         return resumed + self.records
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "teardown" or not report.user_properties:
-            return
-        props = dict(report.user_properties)
+        props = dict(report.user_properties) if report.when != "teardown" else {}
         if "task" in props and "passed" in props:
             self.records.append(props)
+        elif report.failed:
+            self.other_failures += 1
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.other_failures += 1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """With --baseline, the exit status is the gate's verdict: item failures are measurements."""
+        spec = self.settings.gate
+        if spec is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            return
+        try:
+            baseline, problems = load_baseline(spec.baseline)
+            self.problems += problems
+            self.gate_result = evaluate(self.all_records(), baseline, margin_pp=spec.margin_pp, tiers=spec.tiers,
+                                        floors=spec.floors, baseline_model=spec.baseline_model)
+        except (GateError, KeyError, ValueError) as exc:
+            self.gate_error = str(exc)
+        ok = self.gate_result is not None and self.gate_result.passed and self.other_failures == 0
+        session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for problem in self.problems:
@@ -440,8 +508,33 @@ class AgentFloorSession:
         if self.resumed:
             terminalreporter.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         records = self.all_records()
-        if self.settings.report_mode == "none" or not records:
-            return
-        from .report.terminal import render_summary
+        if self.settings.report_mode != "none" and records:
+            from .report.terminal import render_summary
 
-        render_summary(terminalreporter, records)
+            render_summary(terminalreporter, records)
+        if self.settings.gate is not None:
+            self._report_gate(terminalreporter)
+
+    def _report_gate(self, tr: Any) -> None:
+        spec, result = self.settings.gate, self.gate_result
+        assert spec is not None
+        if result is None:
+            tr.write_sep("=", "agentfloor gate: FAILED", red=True, bold=True)
+            tr.write_line(f"gate: cannot evaluate: {self.gate_error or 'the run did not complete'}")
+            return
+        tr.write_sep("=", f"agentfloor gate: {result.candidate} vs {result.baseline} ({spec.baseline.name})",
+                     bold=True)
+        for v in result.verdicts:
+            tr.write_line(v.line(spec.margin_pp), green=v.passed, red=not v.passed)
+        if result.unpaired_candidate or result.unpaired_baseline:
+            tr.write_line(f"gate: unpaired runs: {result.unpaired_candidate} candidate run(s) without a baseline "
+                          f"counterpart, {result.unpaired_baseline} baseline run(s) not re-run")
+        for note in result.notes:
+            tr.write_line(f"gate: {note}")
+        if self.other_failures:
+            tr.write_line(f"gate: {self.other_failures} failure(s) outside the benchmark items", red=True)
+        failed = [v.tier for v in result.verdicts if not v.passed]
+        if result.passed and not self.other_failures:
+            tr.write_sep("=", "agentfloor gate: PASSED", green=True, bold=True)
+        else:
+            tr.write_sep("=", f"agentfloor gate: FAILED ({', '.join(failed) or 'see above'})", red=True, bold=True)

@@ -144,3 +144,19 @@ def test_resume_reruns_items_whose_case_changed(bench: pytest.Pytester) -> None:
     result = bench.runpytest("cases/tier_B/B1.toml", "--model", "oracle", "--instances", "i0", "--resume")
     result.assert_outcomes(passed=5)
     assert "resumed" not in result.stdout.str()
+
+
+def test_regrade_reports_changed_outcomes_without_a_model(bench: pytest.Pytester) -> None:
+    bench.runpytest("cases/tier_B/B1.toml", "--model", "oracle", "--instances", "i0")
+    case = bench.path / "cases" / "tier_B" / "B1.toml"
+    # a corrected gold: the oracle's stored answers no longer match
+    case.write_text(case.read_text().replace('values = ["Net 45"]', 'values = ["Net 90"]', 1))
+    result = bench.run("python", "-m", "pytest_agentfloor", "regrade", "reports/runs.jsonl", "--cases", "cases",
+                       "--write", "reports/regraded.jsonl")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*B1[v0-i0-r0-oracle]: passed -> failed (Q, F3)",
+                                 "re-graded 5 record(s): 5 outcome(s) changed; passed 5 -> 0", "wrote *"])
+    regraded = [json.loads(x) for x in (bench.path / "reports" / "regraded.jsonl").read_text().splitlines()]
+    assert [r["passed"] for r in regraded] == [False] * 5 and all(r["first_unmet"] == "Q" for r in regraded)
+    missing = bench.run("python", "-m", "pytest_agentfloor", "regrade", "nope.jsonl")
+    assert missing.ret == 2 and "no such file: nope.jsonl" in missing.stderr.str()

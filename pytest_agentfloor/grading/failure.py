@@ -25,8 +25,9 @@ def failure_mode(case: ResolvedCase, traj: Trajectory, verdicts: list[Verdict]) 
     failed = {v.code for v in verdicts if not v.ok}
     required = required_tools(case)
     work_undone = bool(failed & {"S", "P", "X"})
-    # quitting: the model stopped in text without producing the required outcome
-    quit_early = traj.termination == "final_answer" and bool(failed & {"Q", "X"})
+    # quitting: the model stopped in text with neither the work done nor the outcome delivered;
+    # a wrong answer after complete work is a wrong conclusion (F3), not a resignation
+    quit_early = traj.termination == "final_answer" and work_undone and bool(failed & {"Q", "X"})
     if any(c.hallucinated for c in calls):
         return "F1"
     if traj.termination == "malformed_call" or any(c.malformed for c in calls):

@@ -1,0 +1,153 @@
+"""The upgrade gate: may a candidate model replace the incumbent on the gated tiers?
+
+Pure functions. The candidate's runs are paired with the baseline's on (task, variant,
+instance, run); per gated tier the candidate must be non-inferior (one-sided 95% lower bound of
+Δ above −margin, Holm-corrected across the gated tiers) and clear any absolute TCR floor.
+Unpaired runs and infrastructure errors are reported, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .results import read_records
+from .stats.paired import PairedTest, apply_holm, paired_compare
+
+TIER_ORDER = ("A0", "A", "B", "C", "D", "E")
+_FLOOR = re.compile(r"^(?:tier_)?(A0|A|B|C|D|E|all)\s*>=\s*([0-9]*\.?[0-9]+)(%?)$")
+
+
+class GateError(ValueError):
+    pass
+
+
+def parse_floor(text: str) -> tuple[str, float]:
+    """`tier_A>=0.90` (or `A>=90%`) -> ("A", 0.9)."""
+    m = _FLOOR.match(text.strip())
+    if not m:
+        raise GateError(f"--gate-floor {text!r}: expected TIER>=VALUE, e.g. tier_A>=0.90 or tier_B>=85%")
+    value = float(m.group(2)) / (100.0 if m.group(3) or float(m.group(2)) > 1 else 1.0)
+    if not 0 <= value <= 1:
+        raise GateError(f"--gate-floor {text!r}: the floor must lie between 0 and 1 (or 0% and 100%)")
+    return m.group(1), value
+
+
+def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per-run outcomes from a runs.jsonl, or from a summary.json that carries them."""
+    if not path.exists():
+        raise GateError(f"--baseline {path}: no such file")
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        runs = data.get("runs")
+        if not isinstance(runs, list):
+            raise GateError(f"--baseline {path}: this summary.json has no per-run outcomes ('runs'); "
+                            "use the runs.jsonl of the baseline session instead")
+        return runs, []
+    return read_records(path)
+
+
+@dataclass(frozen=True)
+class TierVerdict:
+    tier: str
+    passed: bool
+    reasons: list[str]
+    test: PairedTest | None
+    tcr: float | None
+    floor: float | None
+    infra: int
+
+    def line(self, margin_pp: float) -> str:
+        t = self.test
+        if t is None or t.n_pairs == 0:
+            stats = "no paired runs"
+        else:
+            stats = (f"Δ {t.delta_pp:+.1f} pp [95% CI {t.ci95_low_pp:+.1f}, {t.ci95_high_pp:+.1f}], "
+                     f"n={t.n_pairs} pairs, candidate TCR {100 * (t.tcr_model or 0):.1f}% "
+                     f"vs baseline {100 * (t.tcr_ref or 0):.1f}%")
+        verdict = "PASS" if self.passed else "FAIL"
+        why = "; ".join(self.reasons)
+        return f"gate tier {self.tier}: {verdict}: {stats} (margin -{margin_pp:g} pp){': ' + why if why else ''}"
+
+
+@dataclass
+class GateResult:
+    verdicts: list[TierVerdict]
+    candidate: str
+    baseline: str
+    unpaired_candidate: int = 0
+    unpaired_baseline: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.verdicts) and all(v.passed for v in self.verdicts)
+
+
+def _key(r: dict[str, Any]) -> tuple[str, str, str, int]:
+    return (r["task"], r["variant"], r["instance"], int(r["run"]))
+
+
+def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *, margin_pp: float = 10.0,
+             tiers: list[str] | None = None, floors: dict[str, float] | None = None,
+             baseline_model: str | None = None, n_boot: int = 10_000, seed: int = 42,
+             alpha: float = 0.05) -> GateResult:
+    floors = floors or {}
+    cand_models = sorted({r["model"] for r in candidate})
+    if len(cand_models) != 1:
+        raise GateError(f"the gate compares one candidate model; this run has {cand_models or 'none'}")
+    base_models = sorted({r["model"] for r in baseline})
+    if baseline_model is None:
+        if len(base_models) != 1:
+            raise GateError(f"the baseline holds models {base_models}; name one with --gate-baseline-model")
+        baseline_model = base_models[0]
+    elif baseline_model not in base_models:
+        raise GateError(f"--gate-baseline-model {baseline_model!r} is not in the baseline (it has {base_models})")
+    base = {_key(r): r for r in baseline if r["model"] == baseline_model and not r.get("infra_error")}
+    cand = {_key(r): r for r in candidate if not r.get("infra_error")}
+    infra: dict[str, int] = {}
+    for r in candidate:
+        if r.get("infra_error"):
+            infra[r["tier"]] = infra.get(r["tier"], 0) + 1
+    present = sorted({r["tier"] for r in candidate}, key=TIER_ORDER.index)
+    gated = [t for t in (tiers or present)]
+    unknown = [t for t in gated if t not in TIER_ORDER]
+    if unknown:
+        raise GateError(f"--gate-tiers: unknown tier(s) {unknown}; valid: {', '.join(TIER_ORDER)}")
+    result = GateResult([], cand_models[0], baseline_model,
+                        unpaired_candidate=len(set(cand) - set(base)), unpaired_baseline=len(set(base) - set(cand)))
+    tests: list[PairedTest] = []
+    for tier in gated:
+        keys = sorted(k for k in cand if k in base and cand[k]["tier"] == tier)
+        pm = np.array([bool(cand[k]["passed"]) for k in keys])
+        pr = np.array([bool(base[k]["passed"]) for k in keys])
+        units = np.array([f"{k[1]}|{k[2]}|{k[3]}" for k in keys])
+        tests.append(paired_compare(pm, pr, units if keys else None, margin_pp=margin_pp, n_boot=n_boot,
+                                    seed=seed, alpha=alpha, model=result.candidate, reference=baseline_model,
+                                    scope=tier))
+    tests = apply_holm(tests, "gate", alpha)
+    for tier, test in zip(gated, tests):
+        reasons: list[str] = []
+        runs = [r for r in cand.values() if r["tier"] == tier]
+        tcr = sum(1 for r in runs if r["passed"]) / len(runs) if runs else None
+        if test.n_pairs == 0:
+            reasons.append("no candidate run pairs with a baseline run in this tier")
+        elif not test.noninferior_holm:
+            lb = test.ci90_low_pp  # the one-sided 95% lower bound is the 90% interval's lower end
+            reasons.append(f"not non-inferior: 95% lower bound {lb:+.1f} pp does not clear -{margin_pp:g} pp"
+                           + (" after Holm correction" if test.noninferior else ""))
+        floor = floors.get(tier, floors.get("all"))
+        if floor is not None and (tcr is None or tcr < floor):
+            reasons.append(f"TCR {100 * (tcr or 0):.1f}% is below the floor {100 * floor:.1f}%")
+        if infra.get(tier):
+            reasons.append(f"{infra[tier]} infrastructure error(s): the tier cannot be certified")
+        result.verdicts.append(TierVerdict(tier, not reasons, reasons, test, tcr, floor, infra.get(tier, 0)))
+    missing_floor = [t for t in floors if t != "all" and t not in gated]
+    if missing_floor:
+        result.notes.append(f"floors for tiers not gated here were ignored: {missing_floor}")
+    return result
