@@ -16,7 +16,6 @@ import pytest
 
 from . import hookspec
 from .config import ConfigError, ModelConfig, load_models
-from .gate import GateError, GateResult, evaluate, load_baseline, parse_floor
 from .corpus import (CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider, completed_records,
                      config_fingerprint, resume_key)
 from .episode import run_episode
@@ -84,6 +83,8 @@ def _gate_spec(config: pytest.Config) -> GateSpec | None:
         if floors_raw or config.getoption("agentfloor_gate_tiers"):
             raise pytest.UsageError("--gate-tiers and --gate-floor need --baseline PATH")
         return None
+    from .gate import GateError, parse_floor  # numpy and scipy load only when a gate is asked for
+
     try:
         margin = float(_opt(config, "agentfloor_gate_margin"))
         floors = dict(parse_floor(f) for f in floors_raw)
@@ -461,7 +462,7 @@ class AgentFloorSession:
         self.resumed: set[str] = set()
         self.problems: list[str] = []
         self.other_failures = 0
-        self.gate_result: GateResult | None = None
+        self.gate_result: Any = None
         self.gate_error: str | None = None
         path = settings.report_dir / "runs.jsonl"
         if settings.resume:
@@ -492,6 +493,8 @@ class AgentFloorSession:
         spec = self.settings.gate
         if spec is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return
+        from .gate import GateError, evaluate, load_baseline
+
         try:
             baseline, problems = load_baseline(spec.baseline)
             self.problems += problems
