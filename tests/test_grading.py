@@ -151,6 +151,9 @@ def test_terminal_flags(termination: str, flag: str) -> None:
     ({"kind": "number", "expected": 340}, "There are 340 units.", True),
     ({"kind": "number", "expected": 1250}, "Total: 1,250.00", True),
     ({"kind": "number", "expected": 340}, "3400", False),
+    ({"kind": "number", "expected": 4471}, "see PRJ-4471", False),
+    ({"kind": "number", "expected": -3}, "a change of -3 units", True),
+    ({"kind": "number", "expected": 2}, "model v2", False),
 ])
 def test_answer_checks(check: dict, text: str, ok: bool) -> None:
     assert check_answer(AnswerCheck.model_validate(check), text)[0] is ok

@@ -49,7 +49,7 @@ FAULTS = [
     ("hallucinate", "tier_B/B1.toml", "S", "F1"),
     ("malformed", "tier_B/B1.toml", "S", "F2"),
     ("exhaust", "tier_B/B1.toml", "Q", "F4"),
-    ("resign", "tier_B/B1.toml", "Q", "F5"),
+    ("resign", "tier_B/B1.toml", "S", "F5"),
     ("plan_only", "tier_B/B1.toml", "S", "F5b"),
     ("wrong_tool", "tier_B/B1.toml", "S", "F6"),
     ("partial", "tier_C/C1.toml", "S", "F7"),
@@ -202,7 +202,7 @@ def test_conftest_can_replace_an_obligation(bench: pytest.Pytester) -> None:
             if code == "Q" and case.id == "A01":
                 return Verdict("Q", False, "a sonnet", "a label")
     """)
-    result = bench.runpytest("cases/tier_A0", "--model", "oracle")
+    result = bench.runpytest("cases/tier_A0/A01.toml", "--model", "oracle")
     result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines(["*unmet obligation Q (answer): expected a sonnet; observed a label*"])
 

@@ -92,6 +92,14 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
+# a number standing on its own: not the digits of an id such as PRJ-4471 or v2
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_])(?<![A-Za-z0-9_]-)-?\d[\d,]*(?:\.\d+)?(?![A-Za-z_])")
+
+
+def _mentions(rid: str, text: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(rid)}(?![A-Za-z0-9])", text, re.I) is not None
+
+
 def _words(text: str) -> list[str]:
     return re.findall(r"[A-Za-z0-9][A-Za-z0-9'\-]*", text)
 
@@ -128,7 +136,7 @@ def check_answer(check: AnswerCheck, text: str) -> tuple[bool, str, str]:
         n = len(_words(text))
         return n <= check.expected, f"at most {check.expected} words", f"{n} words"
     # number
-    nums = [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
+    nums = [float(x.replace(",", "")) for x in _NUMBER.findall(text)]
     ok = any(abs(x - float(check.expected)) <= check.tolerance + 1e-9 for x in nums)
     return ok, f"the number {check.expected}", f"numbers {nums[:6]}"
 
@@ -189,7 +197,7 @@ def answer(case: ResolvedCase, traj: Trajectory) -> Verdict:
 
 def _seen_ids(traj: Trajectory, known: set[str]) -> set[str]:
     blob = " ".join(json.dumps(c.result) for c in traj.calls)
-    return {rid for rid in known if rid in blob}
+    return {rid for rid in known if _mentions(rid, blob)}
 
 
 def evidence(case: ResolvedCase, traj: Trajectory) -> Verdict:
@@ -201,7 +209,7 @@ def evidence(case: ResolvedCase, traj: Trajectory) -> Verdict:
         cited = {rid for s in traj.submissions for rid in s.get("evidence", [])}
     else:
         text = traj.final_answer or ""
-        cited = {rid for rid in known if re.search(rf"(?<![A-Za-z0-9]){re.escape(rid)}(?![A-Za-z0-9])", text)}
+        cited = {rid for rid in known if _mentions(rid, text)}
     if norm(sorted(cited)) != norm(sorted(gold)):
         return Verdict("E", False, f"cites exactly {sorted(gold)}", f"cites {sorted(cited)}")
     unseen = sorted(cited - _seen_ids(traj, known))

@@ -104,7 +104,9 @@ def resign(case: "ResolvedCase", t: int) -> "list[Call] | str":
     """Engage (the first reference call and one busy-work call), then give up in text."""
     turns = _call_turns(case, with_submit=False)
     flat = [turns[0][0]] if turns else []
-    extra = (c for c in _explore(case) if c not in [x for turn in turns for x in turn])
+    required = {name for s in case.steps for name in s.tools}
+    extra = (c for c in [*_explore(case, avoid=required), *_explore(case)]
+             if c not in [x for turn in turns for x in turn])
     while len(flat) < 2:
         flat.append(next(extra))
     return [flat[t]] if t < 2 else "I was not able to finish this task."

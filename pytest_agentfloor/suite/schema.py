@@ -245,7 +245,7 @@ class Case(_Strict):
         if self.tier == "A0" and self.tools:
             raise ValueError("tier A0 cases expose no tools")
         for variant in [None, *self.instances.values()]:
-            steps = (variant.steps if variant and variant.steps is not None else None) or self.steps
+            steps = variant.steps if variant and variant.steps is not None else self.steps
             ids = {s.id for s in steps}
             for s in steps:
                 hidden = [t for t in s.tools if t not in self.tools]
@@ -254,7 +254,7 @@ class Case(_Strict):
                 missing = [a for a in s.after if a not in ids]
                 if missing:
                     raise ValueError(f"step {s.id!r} comes after unknown step(s) {missing}")
-            ref = (variant.reference if variant and variant.reference is not None else None) or self.reference
+            ref = variant.reference if variant and variant.reference is not None else self.reference
             for turn in ref:
                 for c in turn.calls:
                     if c.tool not in self.tools:
