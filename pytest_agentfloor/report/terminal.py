@@ -1,47 +1,173 @@
-"""Session-end terminal tables (controller only), rendered with rich into pytest's reporter."""
+"""Session-end terminal tables (controller only), rendered with rich into pytest's reporter.
+
+A few compact tables rather than one wide one: TCR with 95% CI per model x tier; the paired
+comparison against the reference (when one is set); failure modes with first-unmet obligations
+and terminal flags; cost and latency; deployment recipes.
+
+Determinism: every table whose rows start with ``│`` holds only values that are a function of
+the records' outcomes (counts, seeded bootstrap intervals, p-values), so serial and xdist runs
+print identical lines. The cost/latency table depends on timings and is drawn without an outer
+border, so its lines never start with ``│``.
+"""
 
 from __future__ import annotations
 
 import io
-from collections import Counter, defaultdict
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, Iterable
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from ..grading.failure import FAILURE_MODES
-from ..suite.schema import TIERS
+from ..stats import Summary
+from .files import (
+    DASH,
+    REPORT_FILES,
+    TextTable,
+    build_summary,
+    config_line,
+    cost_table,
+    failure_table,
+    models_meta_from_records,
+    paired_table,
+    recipes_table,
+    tcr_long_table,
+    unmet_table,
+)
+
+STYLES: dict[str, str] = {
+    "good": "green", "mid": "yellow", "bad": "red", "na": "dim", "best": "bold", "sig": "bold",
+    "up": "green", "down": "red", "yes": "bold green", "raw": "yellow", "no": "dim", "infra": "yellow",
+}
 
 
-def tier_table(records: Iterable[dict[str, Any]]) -> Table:
-    """Runs, passes, TCR, infrastructure errors and failure modes per model and tier."""
-    cells: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        cells[(r["model"], r["tier"])].append(r)
-        cells[(r["model"], "all")].append(r)
-    table = Table(title="AgentFloor: task completion by model and tier", title_justify="left")
-    for col in ("model", "tier", "runs", "passed", "TCR", "infra"):
-        table.add_column(col, justify="left" if col in ("model", "tier") else "right")
-    for mode in FAILURE_MODES:
-        table.add_column(mode, justify="right")
-    order = {t: i for i, t in enumerate((*TIERS, "all"))}
-    for model, tier in sorted(cells, key=lambda k: (k[0], order.get(k[1], 99))):
-        rs = cells[(model, tier)]
-        graded = [r for r in rs if not r["infra_error"]]
-        passed = sum(1 for r in graded if r["passed"])
-        modes = Counter(r["failure_mode"] for r in graded if not r["passed"])
-        tcr = f"{100 * passed / len(graded):.1f}%" if graded else "-"
-        table.add_row(model, tier, str(len(graded)), str(passed), tcr, str(len(rs) - len(graded)),
-                      *[str(modes.get(m, 0) or "") for m in FAILURE_MODES],
-                      end_section=tier == "all")
+def _style(classes: str) -> str:
+    return " ".join(STYLES[c] for c in classes.split() if c in STYLES)
+
+
+def rich_table(t: TextTable, *, title: str | None = None, table_box: box.Box = box.HEAVY_HEAD,
+               drop: Iterable[str] = (), wrap: Iterable[str] = ()) -> Table:
+    """A :class:`TextTable` as a rich Table (cell classes become colours; ``drop`` removes columns).
+
+    Columns named in ``wrap`` may wrap when the terminal is narrow; the others keep their text on
+    one line (the model column keeps its full width so rows stay identifiable). An empty value
+    reads ``-``, as it always has in the terminal.
+    """
+    dropped, wrapping = set(drop), set(wrap)
+    keep = [i for i, h in enumerate(t.headers) if h not in dropped]
+    table = Table(title=title or t.title or None, title_justify="left", box=table_box,
+                  show_edge=table_box is not box.SIMPLE_HEAD)
+    for i in keep:
+        a = t.align[i]
+        justify = "left" if a == "l" else "right" if a == "r" else "center"
+        longest = max([len(t.headers[i]), *(len(r[i]) for r in t.rows)])
+        if t.headers[i] in wrapping:
+            table.add_column(t.headers[i], justify=justify, overflow="fold")
+        else:
+            table.add_column(t.headers[i], justify=justify, no_wrap=True, overflow="ellipsis",
+                             min_width=min(longest, 32) if i == 0 else None)
+    ends = set(t.sections)
+    for n, (row, cls) in enumerate(zip(t.rows, t.classes)):
+        table.add_row(*[Text("-" if row[i] == DASH else row[i], style=_style(cls[i])) for i in keep],
+                      end_section=n in ends and n != len(t.rows) - 1)
     return table
 
 
-def render_summary(terminalreporter: Any, records: list[dict[str, Any]]) -> None:
+def tier_table(records_or_summary: Iterable[dict[str, Any]] | Summary) -> Table:
+    """Runs, passes, TCR with 95% CI and infrastructure errors per model and tier (``all`` = overall)."""
+    summary = (records_or_summary if isinstance(records_or_summary, Summary)
+               else _summary_of(list(records_or_summary)))
+    return rich_table(tcr_long_table(summary))
+
+
+def _summary_of(records: list[dict[str, Any]]) -> Summary:
+    return build_summary(records, models_meta_from_records(records))[0]
+
+
+def fitted_table(console: Console, t: TextTable, *, title: str | None = None, table_box: box.Box = box.HEAVY_HEAD,
+                 drop: Iterable[str] = (), optional: Iterable[str] = (), wrap: Iterable[str] = ()) -> list[Any]:
+    """Title line and table, minus as few ``optional`` columns (in that order) as it takes to fit the width.
+
+    The title is its own line (a rich table title would wrap at the table's width).
+    """
+    dropped = list(drop)
+    omitted: list[str] = []
+    untitled = replace(t, title="")
+    table = rich_table(untitled, table_box=table_box, drop=dropped, wrap=wrap)
+    wide = console.options.update_width(10_000)
+    for col in optional:
+        if console.measure(table, options=wide).maximum <= console.width:
+            break
+        omitted.append(col)
+        table = rich_table(untitled, table_box=table_box, drop=dropped + omitted, wrap=wrap)
+    blocks: list[Any] = [Text(title or t.title, style="bold"), table]
+    if omitted:
+        blocks.append(Text(f"(narrow terminal: {', '.join(omitted)} omitted; see report.md)", style="dim"))
+    return blocks
+
+
+def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> str:
+    """Every terminal table as text (ANSI colours iff ``markup``), separated by blank lines."""
     buf = io.StringIO()
-    markup = terminalreporter.hasmarkup
-    console = Console(file=buf, width=max(terminalreporter.config.get_terminal_writer().fullwidth, 100),
-                      force_terminal=markup, color_system="standard" if markup else None, highlight=False)
-    console.print(tier_table(records))
+    console = Console(file=buf, width=width, force_terminal=markup, color_system="standard" if markup else None,
+                      highlight=False, emoji=False, no_color=not markup, legacy_windows=False)
+    groups: list[list[Any]] = [[Text(config_line(summary), style="dim"),
+                                *fitted_table(console, tcr_long_table(summary))]]
+    paired = paired_table(summary)
+    if paired is not None:
+        ref = summary.paired.reference
+        groups.append([
+            *fitted_table(console, paired, drop=("model TCR", "ref TCR"), optional=("90% CI", "p", "pairs"),
+                          title=f"AgentFloor: paired comparison against {ref} "
+                                f"(margin ±{summary.paired.margin_pp:g} pp, Holm-adjusted)"),
+            Text("yes = holds after Holm adjustment, yes† = unadjusted only. Non-inferior: the 90% CI's low end "
+                 "(one-sided 95% bound) is above −margin; equivalent (TOST): the 90% CI lies within ±margin. "
+                 f"b/c: McNemar's discordant pairs, only the model / only {ref} passed.", style="dim")])
+    failures = failure_table(summary)
+    if failures.rows:
+        groups.append(fitted_table(console, failures))
+        groups.append(fitted_table(console, unmet_table(summary)))
+    else:
+        groups.append([Text("AgentFloor: no model failures", style="green")])
+    groups.append(fitted_table(
+        console, cost_table(summary), table_box=box.SIMPLE_HEAD, drop=("infra $",),
+        optional=("model s/pass", "tokens/run", "model s/run", "params"),
+        title="AgentFloor: cost and latency, all tiers (per run and per passed task)"))
+    recipes = recipes_table(summary)
+    groups.append(fitted_table(  # cost and wall per pass depend on timings: they are in the table above
+        console, recipes, drop=("cost/pass", "wall/pass"), wrap=[h for h in recipes.headers if h.startswith("τ")],
+        title="AgentFloor: deployment recipes (smallest model whose 95% CI lower bound on TCR clears τ)"))
+    if summary.warnings:
+        groups.append([Text(f"warning: {w}", style="yellow") for w in summary.warnings])
+    for i, group in enumerate(groups):
+        if i:
+            console.print()
+        for block in group:
+            console.print(block)
+    return buf.getvalue()
+
+
+def render_summary(terminalreporter: Any, records: list[dict[str, Any]], summary: Summary | None = None, *,
+                   mode: str = "term", out_dir: Path | None = None,
+                   models_meta: dict[str, dict[str, Any]] | None = None) -> None:
+    """Write the session-end tables through pytest's terminal reporter.
+
+    ``summary``: the Summary returned by :func:`~pytest_agentfloor.report.write_reports`; when
+    omitted it is computed here from ``records`` with default options (``models_meta`` supplies
+    params for the size order). ``mode``: ``"none"`` prints nothing,
+    ``"term"`` the tables, ``"all"`` the tables and, with ``out_dir``, where the report files are.
+    """
+    if mode == "none":
+        return
+    if summary is None:
+        summary = build_summary(records, models_meta or models_meta_from_records(records))[0]
+    markup = bool(getattr(terminalreporter, "hasmarkup", False))
+    width = max(int(terminalreporter.config.get_terminal_writer().fullwidth), 80)
+    text = render_text(summary, width=width, markup=markup)
     terminalreporter.write_sep("=", "agentfloor")
-    terminalreporter.write(buf.getvalue())
+    terminalreporter.write(text)
+    if mode == "all" and out_dir is not None:
+        terminalreporter.write_line(f"agentfloor reports: {', '.join(str(Path(out_dir) / f) for f in REPORT_FILES)}")

@@ -1,0 +1,79 @@
+"""``python -m pytest_agentfloor report runs.jsonl``: rebuild every report file from recorded runs.
+
+No model and no pytest run is needed: model metadata (size, provider, pricing) comes from the
+records' ``config``. Given the options of a session, the files are byte-identical to the ones
+that session wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from ..results import read_records
+from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, write_reports
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m pytest_agentfloor report",
+                description="Rebuild summary.json, tcr.csv, report.md and report.html from a runs.jsonl.")
+    p.add_argument("runs", type=Path, help="runs.jsonl written by a pytest-agentfloor session")
+    p.add_argument("--out", type=Path, default=None, help="output directory (default: the runs file's directory)")
+    p.add_argument("--reference", default=None, metavar="MODEL", help="reference model for the paired tests")
+    p.add_argument("--margin", type=float, default=10.0, metavar="PP",
+                   help="non-inferiority/equivalence margin in percentage points (default 10)")
+    p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=42, metavar="S", help="bootstrap seed (default 42)")
+    p.add_argument("--infra-as-failure", action="store_true", help="score infrastructure errors as failed runs")
+    p.add_argument("--cluster", choices=("unit", "task"), default=None,
+                   help="bootstrap resampling unit: (variant, instance, run) tuples (default) or tasks")
+    p.add_argument("--print", dest="print_tables", action="store_true", help="also print the terminal tables")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    prog = "agentfloor report"
+    if not args.runs.is_file():
+        print(f"{prog}: error: no such file: {args.runs}", file=sys.stderr)
+        return 2
+    if args.n_boot < 1 or args.margin < 0:
+        print(f"{prog}: error: --n-boot must be >= 1 and --margin >= 0", file=sys.stderr)
+        return 2
+    records, problems = read_records(args.runs)
+    for problem in problems:
+        print(f"{prog}: {problem}", file=sys.stderr)
+    if not records:
+        print(f"{prog}: error: no complete run records in {args.runs}", file=sys.stderr)
+        return 2
+    meta, conflicts = _meta_with_conflicts(records)
+    for note in conflicts:
+        print(f"{prog}: {note}", file=sys.stderr)
+    models = sorted({str(r.get("model")) for r in prepare_records(records)[0]})
+    if args.reference is not None and args.reference not in models:
+        print(f"{prog}: error: unknown reference model {args.reference!r}; models in {args.runs}: "
+              f"{', '.join(models)}", file=sys.stderr)
+        return 2
+    out = args.out if args.out is not None else args.runs.parent
+    try:
+        summary = write_reports(records, meta, out, reference=args.reference, margin_pp=args.margin,
+                                n_boot=args.n_boot, seed=args.seed, infra_as_failure=args.infra_as_failure,
+                                cluster=args.cluster)
+    except ValueError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    if args.print_tables:
+        from .terminal import render_text
+
+        width = shutil.get_terminal_size((120, 24)).columns
+        sys.stdout.write(render_text(summary, width=max(width, 80), markup=sys.stdout.isatty()))
+    print(f"{prog}: {summary.n_records} records, {len(summary.model_order)} model(s); wrote "
+          f"{', '.join(REPORT_FILES)} to {out}")
+    return 0

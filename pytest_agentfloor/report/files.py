@@ -1,0 +1,582 @@
+"""Report files: summary.json, tcr.csv, report.md and report.html from run records.
+
+:func:`write_reports` is the one entry point, called by the plugin at session end (controller
+only) and by ``python -m pytest_agentfloor report``. Every file is a pure function of the
+records, the model metadata and the options, so a rebuild from ``runs.jsonl`` is byte-identical
+to the session-end files: nothing run-dependent (time, host, paths, versions) is written, floats
+are formatted by fixed rules and every collection is emitted in a canonical order.
+
+This module also holds the table builders and number formats shared by the Markdown, HTML and
+terminal renderers, so the three always say the same thing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..grading.failure import FAILURE_MODES, FAILURE_NAMES
+from ..grading.obligations import NAMES as OBLIGATION_NAMES
+from ..grading.obligations import ORDER as OBLIGATION_ORDER
+from ..results import PROPERTY_FIELDS
+from ..stats import OVERALL, Summary, aggregate
+
+#: the files written by :func:`write_reports`, in writing order
+REPORT_FILES: tuple[str, ...] = ("summary.json", "tcr.csv", "report.md", "report.html")
+#: what of a model's public config the reports use (nothing else, so no URL or secret leaks in)
+META_FIELDS: tuple[str, ...] = ("params_b", "provider", "pricing")
+TCR_CSV_COLUMNS: tuple[str, ...] = ("model", "tier", "runs", "passed", "tcr", "ci_low", "ci_high", "infra")
+
+_BOOL_FIELDS = ("passed", "infra_error")
+_INT_FIELDS = ("run", "turns", "calls", "tokens_in", "tokens_out")
+_FLOAT_FIELDS = ("latency_s", "wall_s", "cost_usd")
+_KEY = ("model", "task", "variant", "instance", "run")
+
+TERMINAL_FLAG_SHORT: dict[str, str] = {
+    "truncation": "trunc", "budget": "budget", "turn_limit": "turns", "infeasible": "infeas",
+    "wrong_conclusion": "wrong", "other": "other", "none": "none",
+}
+
+
+# -- records and metadata -------------------------------------------------------------------
+def _coerce(field_name: str, value: Any) -> Any:
+    """Undo stringification (JUnit XML, some transports) of a property value; others pass through."""
+    if not isinstance(value, str):
+        return value
+    if field_name in _BOOL_FIELDS:
+        if value.lower() in ("true", "1"):
+            return True
+        if value.lower() in ("false", "0", ""):
+            return False
+    if field_name in _INT_FIELDS:
+        try:
+            return int(value)
+        except ValueError:
+            return value
+    if field_name in _FLOAT_FIELDS:
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if field_name in ("first_unmet", "failure_mode", "terminal_flag") and value in ("", "None"):
+        return None
+    return value
+
+
+def prepare_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Compact run records: only ``PROPERTY_FIELDS``, repeats of one run collapsed (the last wins).
+
+    Full runs.jsonl records and the plugin's user_properties dicts give the same result. A run
+    key (model, task, variant, instance, run) seen twice is a re-run (resume, rerun plugins);
+    the later record replaces the earlier one and a note says how many were replaced.
+    """
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    replaced = 0
+    for r in records:
+        rec = {k: _coerce(k, r.get(k)) for k in PROPERTY_FIELDS}
+        key = tuple(str(rec.get(k)) for k in _KEY)
+        if key in out:
+            replaced += 1
+            del out[key]  # keep insertion order = order of the last occurrence
+        out[key] = rec
+    notes = [f"{replaced} repeated run record(s) replaced by a later record of the same run"] if replaced else []
+    return list(out.values()), notes
+
+
+def model_meta_view(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The part of a model's (public) config that reports use: size, provider and pricing."""
+    cfg = dict(config or {})
+    pb = cfg.get("params_b")
+    pricing = cfg.get("pricing") or {}
+    return {
+        "params_b": None if pb is None else float(pb),
+        "provider": None if cfg.get("provider") is None else str(cfg["provider"]),
+        "pricing": {str(k): float(v) for k, v in sorted(pricing.items()) if v is not None},
+    }
+
+
+def _meta_with_conflicts(records: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    seen: dict[str, Counter[str]] = {}
+    for r in records:
+        cfg = r.get("config")
+        if "model" not in r or not isinstance(cfg, Mapping):
+            continue
+        view = json.dumps(model_meta_view(cfg), sort_keys=True)
+        seen.setdefault(str(r["model"]), Counter())[view] += 1
+    meta, notes = {}, []
+    for model in sorted(seen):
+        views = sorted(seen[model].items(), key=lambda kv: (-kv[1], kv[0]))
+        meta[model] = json.loads(views[0][0])
+        if len(views) > 1:
+            notes.append(f"model {model!r}: records carry {len(views)} different configs; "
+                         f"using the most frequent ({views[0][1]} records)")
+    return meta, notes
+
+
+def models_meta_from_records(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{model: {"params_b", "provider", "pricing"}}`` from the ``config`` of full run records.
+
+    Records without a ``config`` (compact user_properties dicts) contribute nothing. When one
+    model's records disagree, the most frequent view wins (ties: the first in JSON order).
+    """
+    return _meta_with_conflicts(records)[0]
+
+
+def normalise_meta(models_meta: Mapping[str, Mapping[str, Any]] | None,
+                   models: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Meta views of the models that have records (configured-but-unrun models are dropped)."""
+    meta = dict(models_meta or {})
+    return {m: model_meta_view(meta.get(m)) for m in sorted(set(models)) if m in meta}
+
+
+# -- writing ------------------------------------------------------------------------------
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` newlines) to a temp file beside ``path``, then ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def build_summary(records: Iterable[Mapping[str, Any]], models_meta: Mapping[str, Mapping[str, Any]] | None, *,
+                  reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
+                  infra_as_failure: bool = False, cluster: str | None = None,
+                  ) -> tuple[Summary, dict[str, dict[str, Any]]]:
+    """:func:`~pytest_agentfloor.stats.aggregate` over prepared records; returns (summary, meta views)."""
+    recs, notes = prepare_records(records)
+    meta = normalise_meta(models_meta, (str(r["model"]) for r in recs if r.get("model") is not None))
+    summary = aggregate(recs, meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
+                        infra_as_failure=infra_as_failure, cluster=cluster)
+    if notes:
+        summary = replace(summary, warnings=tuple(sorted({*summary.warnings, *notes})))
+    return summary, meta
+
+
+RUN_FIELDS: tuple[str, ...] = ("model", "task", "tier", "variant", "instance", "run", "passed", "infra_error")
+
+
+def run_outcomes(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per-run outcomes, sorted: enough for a later gate to pair against this run."""
+    recs, _ = prepare_records(records)
+    rows = [{k: r.get(k) for k in RUN_FIELDS} for r in recs]
+    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in RUN_FIELDS))
+
+
+def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
+                 runs: list[dict[str, Any]] | None = None) -> dict[str, str]:
+    """The text of every report file, by file name."""
+    from ..stats.serialize import to_jsonable
+    from .html import render_html
+    from .markdown import render_markdown
+
+    data = to_jsonable(summary)
+    if runs is not None:
+        data["runs"] = runs
+    return {
+        "summary.json": json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n",
+        "tcr.csv": tcr_csv(summary),
+        "report.md": render_markdown(summary, meta),
+        "report.html": render_html(summary, meta),
+    }
+
+
+def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str, Any]] | None, out_dir: Path, *,
+                  reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
+                  infra_as_failure: bool = False, cluster: str | None = None) -> Summary:
+    """Aggregate ``records`` and write :data:`REPORT_FILES` into ``out_dir``; return the Summary.
+
+    ``records``: full runs.jsonl records or compact user_properties dicts (identical results).
+    ``models_meta``: ``{model: public config}`` (e.g. ``{m.name: m.public()}``) or the output of
+    :func:`models_meta_from_records`; only ``params_b``, ``provider`` and ``pricing`` are used,
+    and only for models that have records. Each file is replaced atomically.
+    """
+    summary, meta = build_summary(records, models_meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot,
+                                  seed=seed, infra_as_failure=infra_as_failure, cluster=cluster)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in render_files(summary, meta, run_outcomes(records)).items():
+        atomic_write(out_dir / name, text)
+    return summary
+
+
+def tcr_csv(summary: Summary) -> str:
+    """One row per model x scope (tiers present, then ``overall``); rates are fractions."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(TCR_CSV_COLUMNS)
+    for m in summary.model_order:
+        for sc in summary.scopes:
+            e = summary.tcr[m][sc]
+            w.writerow([m, sc, e.n_runs, e.n_passed, _num(e.tcr), _num(e.ci_low), _num(e.ci_high), e.n_infra])
+    return buf.getvalue()
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.6f}"
+
+
+# -- number formats -------------------------------------------------------------------------
+DASH = "—"
+
+
+def scope_label(scope: str) -> str:
+    return "all" if scope == OVERALL else scope
+
+
+def pct(x: float | None, nd: int = 1) -> str:
+    return DASH if x is None else f"{100.0 * x:.{nd}f}%"
+
+
+def pct_num(x: float | None, nd: int = 1) -> str:
+    return DASH if x is None else f"{100.0 * x:.{nd}f}"
+
+
+def ci_pct(lo: float | None, hi: float | None, nd: int = 1) -> str:
+    if lo is None or hi is None:
+        return DASH
+    return f"[{100.0 * lo:.{nd}f}, {100.0 * hi:.{nd}f}]"
+
+
+def signed(x: float | None, nd: int = 1) -> str:
+    if x is None:
+        return DASH
+    r = round(x, nd) + 0.0
+    return f"{r:+.{nd}f}"
+
+
+def ci_pp(lo: float | None, hi: float | None, nd: int = 1) -> str:
+    if lo is None or hi is None:
+        return DASH
+    return f"[{signed(lo, nd)}, {signed(hi, nd)}]"
+
+
+def usd(x: float | None) -> str:
+    """Dollars with two significant digits below $1 ($0.00046, $0.033), cents above."""
+    if x is None:
+        return DASH
+    if x == 0:
+        return "$0"
+    if abs(x) >= 1:
+        return f"${x:,.2f}"
+    two_sig = float(f"{abs(x):.2g}")  # round first, so 0.000998 reads $0.0010, not $0.00100
+    decimals = max(2, 1 - math.floor(math.log10(two_sig)))
+    return f"${x:.{decimals}f}"
+
+
+def secs(x: float | None) -> str:
+    if x is None:
+        return DASH
+    if x < 10:
+        return f"{x:.2f} s"
+    if x < 90:
+        return f"{x:.1f} s"
+    return f"{x / 60:.1f} min"
+
+
+def pval(p: float | None) -> str:
+    if p is None:
+        return DASH
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def params(pb: float | None) -> str:
+    return DASH if pb is None else f"{pb:g} B"
+
+
+def tokens(x: float | None) -> str:
+    return DASH if x is None else f"{x:,.0f}"
+
+
+def pricing_text(meta: Mapping[str, Any] | None) -> str:
+    p = (meta or {}).get("pricing") or {}
+    parts = []
+    if "hourly_usd" in p:
+        parts.append(f"${p['hourly_usd']:g}/h")
+    if "input_per_mtok" in p or "output_per_mtok" in p:
+        parts.append(f"${p.get('input_per_mtok', 0):g}/${p.get('output_per_mtok', 0):g} per Mtok in/out")
+    return ", ".join(parts) or "none"
+
+
+def tcr_class(x: float | None) -> str:
+    if x is None:
+        return "na"
+    return "good" if x >= 0.8 else "mid" if x >= 0.5 else "bad"
+
+
+def verdict(raw: bool, holm: bool) -> tuple[str, str]:
+    """(text, class): ``yes`` holds after Holm, ``yes†`` only unadjusted, ``no`` otherwise."""
+    if holm:
+        return "yes", "yes"
+    if raw:
+        return "yes†", "raw"
+    return "no", "no"
+
+
+# -- shared tables ----------------------------------------------------------------------------
+@dataclass
+class TextTable:
+    """A table as text cells, with one style class per cell for HTML and terminal colouring."""
+
+    key: str
+    title: str
+    headers: list[str]
+    align: str  # one of "l"/"r"/"c" per column
+    rows: list[list[str]] = field(default_factory=list)
+    classes: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sections: list[int] = field(default_factory=list)  # row indexes after which a section ends
+
+    def add(self, cells: list[str], classes: list[str] | None = None, *, end_section: bool = False) -> None:
+        self.rows.append(cells)
+        self.classes.append(classes or [""] * len(cells))
+        if end_section:
+            self.sections.append(len(self.rows) - 1)
+
+
+def config_line(summary: Summary) -> str:
+    c = summary.config
+    unit = c["resampling_unit"]
+    infra = "infra errors count as failures" if c["infra_as_failure"] else "infra errors excluded from TCR"
+    ref = f"reference {c['reference']}, margin ±{c['margin_pp']:g} pp" if c["reference"] else "no reference model"
+    return (f"{summary.n_records} run records · {len(summary.model_order)} model(s) · "
+            f"tiers {', '.join(s for s in summary.scopes if s != OVERALL) or DASH} · {ref} · "
+            f"{c['n_boot']} bootstrap resamples (seed {c['seed']}) over {unit} units · {infra}")
+
+
+def models_table(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    t = TextTable("models", "Models", ["model", "params", "provider", "pricing", "records", "infra errors"], "llllrr")
+    for m in summary.model_order:
+        info = summary.models[m]
+        mm = meta.get(m) or {}
+        t.add([m + (" (reference)" if info.is_reference else ""), params(info.params_b), mm.get("provider") or DASH,
+               pricing_text(mm), str(info.n_records), str(info.n_infra)])
+    t.notes.append("Models are listed smallest first (params); models without a size come last.")
+    return t
+
+
+def tcr_long_table(summary: Summary) -> TextTable:
+    """Long form: one row per model x scope (the terminal's main table)."""
+    t = TextTable("tcr", "AgentFloor: task completion by model and tier",
+                  ["model", "tier", "runs", "passed", "TCR", "95% CI", "infra"], "llrrrrr")
+    for m in summary.model_order:
+        for sc in summary.scopes:
+            e = summary.tcr[m][sc]
+            t.add([m, scope_label(sc), str(e.n_runs), str(e.n_passed), pct(e.tcr), ci_pct(e.ci_low, e.ci_high),
+                   str(e.n_infra)], ["", "", "", "", tcr_class(e.tcr), "", "infra" if e.n_infra else ""],
+                  end_section=sc == OVERALL)
+    return t
+
+
+def tcr_matrix_table(summary: Summary) -> TextTable:
+    """Model x tier matrix: ``TCR% [low, high]``; the best TCR of each tier is marked ``best``."""
+    scopes = list(summary.scopes)
+    t = TextTable("tcr_matrix", "Task completion rate with 95% CI",
+                  ["model", "params", *[scope_label(s) for s in scopes]], "ll" + "r" * len(scopes))
+    best = {sc: max((summary.tcr[m][sc].tcr for m in summary.model_order if summary.tcr[m][sc].tcr is not None),
+                    default=None) for sc in scopes}
+    for m in summary.model_order:
+        cells, cls = [m, params(summary.models[m].params_b)], ["", ""]
+        for sc in scopes:
+            e = summary.tcr[m][sc]
+            cells.append(DASH if e.tcr is None else f"{pct_num(e.tcr)} {ci_pct(e.ci_low, e.ci_high)}")
+            cls.append(tcr_class(e.tcr) + (" best" if e.tcr is not None and e.tcr == best[sc] else ""))
+        t.add(cells, cls)
+    t.notes.append("Cells: TCR % [95% bootstrap CI]. Best TCR per tier in bold. Runs per cell are in tcr.csv.")
+    return t
+
+
+def paired_table(summary: Summary) -> TextTable | None:
+    p = summary.paired
+    if not p.available:
+        return None
+    t = TextTable(
+        "paired", f"Paired comparison against {p.reference} (margin ±{p.margin_pp:g} pp, Holm-adjusted)",
+        ["model", "tier", "pairs", "model TCR", "ref TCR", "Δ pp", "95% CI", "90% CI", "non-inf", "equiv",
+         "b/c", "p", "p Holm"], "llrrrrrrccrrr")
+    unpaired = 0
+    for m in summary.model_order:
+        if m not in p.tests:
+            continue
+        scopes = [sc for sc in summary.scopes if sc in p.tests[m]]
+        for i, sc in enumerate(scopes):
+            x = p.tests[m][sc]
+            last = i == len(scopes) - 1
+            unpaired += x.n_unpaired_model + x.n_unpaired_ref if sc == OVERALL else 0
+            if x.n_pairs == 0:
+                t.add([m, scope_label(sc), "0", *[DASH] * 10], [""] * 2 + ["na"] * 11, end_section=last)
+                continue
+            ni, ni_c = verdict(x.noninferior, x.noninferior_holm)
+            eq, eq_c = verdict(x.equivalent, x.equivalent_holm)
+            d_c = "" if x.delta_pp is None or x.delta_pp == 0 else ("up" if x.delta_pp > 0 else "down")
+            p_c = "sig" if x.p_mcnemar_holm is not None and x.p_mcnemar_holm < p.alpha else ""
+            t.add([m, scope_label(sc), str(x.n_pairs), pct(x.tcr_model), pct(x.tcr_ref), signed(x.delta_pp),
+                   ci_pp(x.ci95_low_pp, x.ci95_high_pp), ci_pp(x.ci90_low_pp, x.ci90_high_pp), ni, eq,
+                   f"{x.mcnemar_b}/{x.mcnemar_c}", pval(x.p_mcnemar), pval(x.p_mcnemar_holm)],
+                  ["", "", "", "", "", d_c, "", "", ni_c, eq_c, "", "", p_c], end_section=last)
+    t.notes.append(
+        f"Δ = TCR(model) − TCR({p.reference}) over runs paired on (task, variant, instance, run). "
+        f"Non-inferior: the one-sided {100 * (1 - p.alpha):g}% lower bound of Δ (the 90% CI's low end) "
+        f"is above −{p.margin_pp:g} pp. Equivalent (TOST): the 90% CI lies within ±{p.margin_pp:g} pp. "
+        "yes = holds after Holm adjustment across the family (all model × tier tests, or all overall tests); "
+        "yes† = holds unadjusted only. b/c: McNemar's discordant pairs, where only the model / only the "
+        "reference passed; p: exact two-sided McNemar test, p Holm: Holm-adjusted in the same family.")
+    if unpaired:
+        t.notes.append(f"{unpaired} scored run(s) had no counterpart on the other side and are not in the pairs.")
+    return t
+
+
+def failure_modes_present(summary: Summary) -> list[str]:
+    """FAILURE_MODES in cascade order, plus any other label with a count (e.g. ``none``)."""
+    extra: set[str] = set()
+    for m in summary.model_order:
+        for b in summary.breakdown[m].values():
+            extra |= {k for k, v in b.failure_mode.items() if v and k not in FAILURE_MODES}
+    return [*FAILURE_MODES, *sorted(extra)]
+
+
+def failure_table(summary: Summary) -> TextTable:
+    """Failure-mode counts per model x scope (failed runs only, scopes without failures left out)."""
+    modes = failure_modes_present(summary)
+    t = TextTable("failures", "AgentFloor: failure modes (model failures; infra errors excluded)",
+                  ["model", "tier", "failed", *modes], "llr" + "r" * len(modes))
+    for m in summary.model_order:
+        scopes = [sc for sc in summary.scopes if summary.breakdown[m][sc].n_failed]
+        for i, sc in enumerate(scopes):
+            b = summary.breakdown[m][sc]
+            t.add([m, scope_label(sc), str(b.n_failed), *[str(b.failure_mode.get(k, 0) or "") for k in modes]],
+                  end_section=i == len(scopes) - 1)
+    t.notes.append("Failure mode of a failed run, the first of this cascade that applies: " + "; ".join(
+        f"{k} {FAILURE_NAMES[k]}" for k in FAILURE_MODES) + ".")
+    return t
+
+
+def _labels_used(summary: Summary, attr: str, order: Iterable[str]) -> list[str]:
+    used: set[str] = set()
+    for m in summary.model_order:
+        for b in summary.breakdown[m].values():
+            used |= {k for k, v in getattr(b, attr).items() if v}
+    order = list(order)
+    return [k for k in order if k in used] + sorted(used - set(order))
+
+
+def unmet_table(summary: Summary) -> TextTable:
+    """First unmet obligation and terminal flag counts per model x scope (labels that occur only)."""
+    obls = _labels_used(summary, "first_unmet", OBLIGATION_ORDER)
+    flags = _labels_used(summary, "terminal_flag", TERMINAL_FLAG_SHORT)
+    t = TextTable("unmet", "AgentFloor: first unmet obligation and terminal flag (failed runs)",
+                  ["model", "tier", "failed", *[f"{k}" for k in obls], *[TERMINAL_FLAG_SHORT.get(k, k) for k in flags]],
+                  "llr" + "r" * (len(obls) + len(flags)))
+    for m in summary.model_order:
+        scopes = [sc for sc in summary.scopes if summary.breakdown[m][sc].n_failed]
+        for i, sc in enumerate(scopes):
+            b = summary.breakdown[m][sc]
+            t.add([m, scope_label(sc), str(b.n_failed), *[str(b.first_unmet.get(k, 0) or "") for k in obls],
+                   *[str(b.terminal_flag.get(k, 0) or "") for k in flags]], end_section=i == len(scopes) - 1)
+    if obls:
+        t.notes.append("First obligation of the case that the run did not meet: " + "; ".join(
+            f"{k} {OBLIGATION_NAMES.get(k, 'no obligation named' if k == 'none' else k)}" for k in obls) + ".")
+    if flags:
+        t.notes.append("Then how the episode ended: trunc = output truncated, budget = token or call budget, "
+                       "turns = turn limit, infeas = declared infeasible, wrong = ended on a wrong conclusion, "
+                       "none = no flag.")
+    return t
+
+
+def cost_table(summary: Summary, scope: str = OVERALL) -> TextTable:
+    front = set(summary.pareto.get(scope, []))
+    t = TextTable("cost", f"Cost and latency ({'all tiers' if scope == OVERALL else 'tier ' + scope})",
+                  ["model", "params", "TCR", "$/run", "$/pass", "wall/run", "wall/pass", "model s/run",
+                   "model s/pass", "tokens/run", "infra $", "Pareto"], "llrrrrrrrrrc")
+    for m in summary.model_order:
+        c = summary.cost[m][scope]
+        t.add([m, params(summary.models[m].params_b), pct(c.tcr), usd(c.cost_per_run), usd(c.cost_per_pass),
+               secs(c.mean_wall_s), secs(c.wall_per_pass), secs(c.mean_latency_s), secs(c.latency_per_pass),
+               f"{tokens(c.mean_tokens_in)} / {tokens(c.mean_tokens_out)}",
+               usd(c.infra_cost_usd) if c.n_infra else DASH,
+               "✓" if m in front else ""],
+              ["", "", tcr_class(c.tcr), "", "", "", "", "", "", "", "", "yes" if m in front else ""])
+    t.notes.append("Per run: mean over scored runs; per pass: their total divided by passes (= per run / TCR). "
+                   "wall = episode wall-clock, model s = time waiting on the model, tokens = mean input / output "
+                   "tokens. infra $: spent on infra-error runs, not charged to the model. Pareto: not beaten on both "
+                   "cost per run and TCR by another model.")
+    return t
+
+
+def cost_by_tier_table(summary: Summary) -> TextTable:
+    scopes = list(summary.scopes)
+    t = TextTable("cost_tier", "Cost per passed task by tier", ["model", *[scope_label(s) for s in scopes]],
+                  "l" + "r" * len(scopes))
+    for m in summary.model_order:
+        t.add([m, *[usd(summary.cost[m][sc].cost_per_pass) for sc in scopes]])
+    t.notes.append("— = no passed run in the cell.")
+    return t
+
+
+def recipes_table(summary: Summary) -> TextTable:
+    targets = [str(int(x)) if float(x).is_integer() else repr(float(x)) for x in summary.config["targets_pct"]]
+    t = TextTable("recipes", "Deployment recipes: smallest model whose 95% CI lower bound clears τ",
+                  ["tier", *[f"τ {k}%" for k in targets], "cost/pass", "wall/pass"], "l" + "l" * len(targets) + "rr")
+    for tier, by_target in summary.recipes.items():
+        cells, cls = [tier], [""]
+        best = None
+        for k in targets:
+            r = by_target.get(k)
+            if r is None or r.model is None:
+                cells.append(DASH)
+                cls.append("na")
+                continue
+            cells.append(f"{r.model} (≥{pct_num(r.ci_low)}%)")
+            cls.append("yes")
+            best = best or r
+        cells += [usd(best.cost_per_pass) if best else DASH, secs(best.wall_per_pass) if best else DASH]
+        cls += ["", ""]
+        t.add(cells, cls)
+    t.notes.append("A model qualifies only if its 95% CI lower bound on the tier's TCR (in brackets) is at least "
+                   "τ: the data must rule out a true TCR below the target. Size order is params ascending; "
+                   "cost and wall per pass are those of the model named at the lowest τ.")
+    return t
+
+
+def reliability_table(summary: Summary) -> TextTable | None:
+    k_max = max((c.max_runs for m in summary.model_order for c in summary.reliability[m].values()), default=0)
+    if k_max < 2:
+        return None
+    scopes = list(summary.scopes)
+    t = TextTable("reliability", f"Reliability over repeated runs: pass^k (all k runs pass), k = 1..{k_max}",
+                  ["model", "tier", "items", *[f"k={k}" for k in range(1, k_max + 1)], f"pass@{k_max}"],
+                  "llr" + "r" * (k_max + 1))
+    for m in summary.model_order:
+        for sc in scopes:
+            c = summary.reliability[m][sc]
+            pts = {p.k: p for p in c.points}
+            hat = [pct(pts[k].pass_hat_k) if k in pts else DASH for k in range(1, k_max + 1)]
+            at = pct(pts[k_max].pass_at_k) if k_max in pts else DASH
+            t.add([m, scope_label(sc), str(c.n_items), *hat, at], end_section=sc == OVERALL)
+    t.notes.append("An item is a (task, variant, instance); its runs are repeats. pass^k: chance that k runs "
+                   "drawn from an item all pass; pass@k: that at least one does (unbiased estimators).")
+    return t
+
+
+def pareto_lines(summary: Summary) -> list[str]:
+    out = []
+    for sc in summary.scopes:
+        front = summary.pareto.get(sc) or []
+        out.append(f"{scope_label(sc)}: {' → '.join(front) if front else DASH}")
+    return out
