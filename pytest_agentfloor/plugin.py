@@ -41,6 +41,10 @@ class Settings:
     report_dir: Path
     token_budget: int
     episode_timeout: float
+    reference: str | None = None
+    margin_pp: float = 10.0
+    cluster: str = "unit"
+    infra_as_failure: bool = False
     record: bool = False
     replay: bool = False
     resume: bool = False
@@ -121,8 +125,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="LIST")
     add("--instances", "agentfloor_instances", "instance variants to run, e.g. i0,i3 or all", default="all",
         metavar="LIST")
-    add("--agentfloor-report", "agentfloor_report", f"session-end report: {'|'.join(REPORT_MODES)}",
-        default="term", metavar="MODE")
+    add("--agentfloor-report", "agentfloor_report",
+        f"session-end report: {'|'.join(REPORT_MODES)} (all = terminal plus files in the report dir)",
+        default="all", metavar="MODE")
+    add("--reference", "agentfloor_reference", "compare every model against this one (paired tests)",
+        default="", metavar="MODEL")
+    add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
+        default="10", metavar="PP")
+    add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
+        "bootstrap resampling unit: unit = (variant, instance, run), task, or run", default="unit", metavar="KIND")
     add("--report-dir", "agentfloor_report_dir", "where runs.jsonl and reports go, relative to the rootdir",
         default="reports", metavar="DIR")
     add("--token-budget", "agentfloor_token_budget", "episode token budget", default="128000", metavar="N")
@@ -142,6 +153,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("--record", "agentfloor_record", "store every model request and response in the report dir's cassettes"),
         ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
         ("--resume", "agentfloor_resume", "skip items already complete in runs.jsonl (same case and model config)"),
+        ("--infra-as-failure", "agentfloor_infra_as_failure", "count infrastructure errors as failures in TCR"),
     ):
         group.addoption(flag, dest=ini, action="store_true", default=None, help=f"{text} (ini: {ini})")
         parser.addini(ini, help=text, type="bool", default=False)
@@ -200,10 +212,25 @@ def _settings(config: pytest.Config) -> Settings:
         timeout = float(_opt(config, "agentfloor_episode_timeout"))
     except ValueError:
         raise pytest.UsageError("--episode-timeout: expected seconds") from None
+    reference = str(_opt(config, "agentfloor_reference") or "") or None
+    if reference and reference not in names:
+        raise pytest.UsageError(f"--reference: {reference!r} is not among the selected models ({', '.join(names)}); "
+                                "add it with --model")
+    try:
+        margin = float(_opt(config, "agentfloor_margin"))
+    except ValueError:
+        raise pytest.UsageError("--margin: expected a number of percentage points") from None
+    cluster = str(_opt(config, "agentfloor_bootstrap_cluster"))
+    if cluster not in ("unit", "task", "run"):
+        raise pytest.UsageError(f"--bootstrap-cluster: expected unit, task or run, got {cluster!r}")
     record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
     if record and replay:
         raise pytest.UsageError("--record and --replay exclude each other")
     return Settings(
+        reference=reference,
+        margin_pp=margin,
+        cluster=cluster,
+        infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")),
         record=record,
         replay=replay,
         resume=bool(_opt(config, "agentfloor_resume")),
@@ -512,11 +539,28 @@ class AgentFloorSession:
             terminalreporter.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         records = self.all_records()
         if self.settings.report_mode != "none" and records:
-            from .report.terminal import render_summary
-
-            render_summary(terminalreporter, records)
+            self._report(terminalreporter, records)
         if self.settings.gate is not None:
             self._report_gate(terminalreporter)
+
+    def _report(self, tr: Any, records: list[dict[str, Any]]) -> None:
+        """Statistics, terminal tables and (mode all) report files; a failure here loses no record."""
+        from .report import build_summary, render_summary, write_reports
+
+        st = self.settings
+        meta = {m.name: m.public() for m in st.models.values()}
+        opts = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
+                    cluster=st.cluster)
+        try:
+            if st.report_mode == "all":
+                summary = write_reports(records, meta, st.report_dir, **opts)
+            else:
+                summary = build_summary(records, meta, **opts)[0]
+        except (ValueError, OSError) as exc:
+            tr.write_line(f"agentfloor: could not build the reports ({exc}); runs.jsonl is intact", red=True)
+            return
+        render_summary(tr, records, summary, mode=st.report_mode,
+                       out_dir=st.report_dir if st.report_mode == "all" else None)
 
     def _report_gate(self, tr: Any) -> None:
         spec, result = self.settings.gate, self.gate_result

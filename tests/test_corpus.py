@@ -15,11 +15,15 @@ REPO = Path(__file__).resolve().parents[1]
 KILL_AFTER = """
 import os, signal
 _seen = []
+_worker = []
+
+def pytest_configure(config):
+    # not the environment: an outer xdist run would leak its PYTEST_XDIST_WORKER into this one
+    _worker.append(getattr(config, "workerinput", {{}}).get("workerid", ""))
 
 def pytest_runtest_logfinish(nodeid, location):
     _seen.append(nodeid)
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if worker in ({workers}) and len(_seen) == {n}:
+    if _worker[0] in ({workers}) and len(_seen) == {n}:
         os.kill(os.getpid(), signal.SIGKILL)
 """
 

@@ -111,3 +111,23 @@ def test_parse_floor() -> None:
     for bad in ("tier_Q>=0.5", "A>0.5", "A>=150%"):
         with pytest.raises(GateError):
             parse_floor(bad)
+
+
+def test_session_reports_rebuild_byte_identically_and_gate_from_summary(bench: pytest.Pytester) -> None:
+    result = bench.runpytest("cases", "--model", "oracle,fault-partial", "--reference", "oracle", *SELECT)
+    result.stdout.fnmatch_lines(["*paired comparison against oracle*", "*agentfloor reports: *summary.json*"])
+    rebuilt = bench.run("python", "-m", "pytest_agentfloor", "report", "reports/runs.jsonl", "--out", "rebuilt",
+                        "--reference", "oracle")
+    assert rebuilt.ret == 0, rebuilt.stderr.str()
+    for name in ("summary.json", "tcr.csv", "report.md", "report.html"):
+        assert (bench.path / "reports" / name).read_bytes() == (bench.path / "rebuilt" / name).read_bytes(), name
+    bench.runpytest("cases", "--model", "oracle", *SELECT, "--report-dir", "base2")
+    gated = bench.runpytest("cases", "--model", "oracle", *SELECT, "--baseline", "base2/summary.json")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(["*agentfloor gate: oracle vs oracle (summary.json)*", "*agentfloor gate: PASSED*"])
+
+
+def test_unknown_reference_is_a_usage_error(bench: pytest.Pytester) -> None:
+    result = bench.runpytest("cases", "--model", "oracle", "--reference", "gpt-9")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--reference: 'gpt-9' is not among the selected models (oracle); add it with --model*"])
