@@ -59,7 +59,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--growth", action="store_true", help="amortised per-item cost at 100, 1,000 and 10,000 items")
     args = ap.parse_args()
+    if args.growth:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            (work / "timing_plugin.py").write_text(TIMING_PLUGIN)
+            for n in (100, 1000, 10000):
+                wall, durations = run(n, work)
+                print(f"items={n}: total {wall:.2f} s, median per item {statistics.median(durations) * 1e3:.3f} ms, "
+                      f"last-10% median {statistics.median(durations[-n // 10:]) * 1e3:.3f} ms")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "timing_plugin.py").write_text(TIMING_PLUGIN)

@@ -7,6 +7,7 @@ without xdist, and only the controller aggregates and reports.
 
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -373,6 +374,9 @@ class CaseItem(pytest.Item):
         if not result.passed:
             raise CaseFailed(result.message(traj))
 
+    def teardown(self) -> None:
+        self.trajectory = None  # the record holds it now; keeping it would grow memory (and GC time) per item
+
     def _save_record(self, result: Any) -> None:
         record = build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid)
         self.ihook.pytest_agentfloor_record(record=record)
@@ -386,6 +390,18 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, self.name
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move what collection built out of the garbage collector's view.
+
+    Thousands of items stay alive for the whole session; without this every full collection
+    re-scans them, and GC time grows with the number of items.
+    """
+    if any(isinstance(i, CaseItem) for i in session.items[:1]) or len(session.items) > 1000:
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
