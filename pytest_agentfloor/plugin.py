@@ -8,6 +8,7 @@ without xdist, and only the controller aggregates and reports.
 from __future__ import annotations
 
 import gc
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,10 @@ class Settings:
     margin_pp: float = 10.0
     cluster: str = "unit"
     infra_as_failure: bool = False
+    probe: bool = True
+    run_non_capable: bool = False
+    probes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    local_servers: dict[str, Any] = field(default_factory=dict)
     record: bool = False
     replay: bool = False
     resume: bool = False
@@ -155,6 +160,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
         ("--resume", "agentfloor_resume", "skip items already complete in runs.jsonl (same case and model config)"),
         ("--infra-as-failure", "agentfloor_infra_as_failure", "count infrastructure errors as failures in TCR"),
+        ("--no-probe", "agentfloor_no_probe", "do not send each model the tool-calling probe at session start"),
+        ("--run-non-capable", "agentfloor_run_non_capable",
+         "run the items of models whose probe was not tool_capable instead of skipping them"),
     ):
         group.addoption(flag, dest=ini, action="store_true", default=None, help=f"{text} (ini: {ini})")
         parser.addini(ini, help=text, type="bool", default=False)
@@ -232,6 +240,8 @@ def _settings(config: pytest.Config) -> Settings:
         margin_pp=margin,
         cluster=cluster,
         infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")),
+        probe=not _opt(config, "agentfloor_no_probe"),
+        run_non_capable=bool(_opt(config, "agentfloor_run_non_capable")),
         record=record,
         replay=replay,
         resume=bool(_opt(config, "agentfloor_resume")),
@@ -263,6 +273,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(defaults, "agentfloor-defaults")
     if hasattr(config, "workerinput"):
         settings.resume_keys = set(config.workerinput.get("agentfloor_resume", ()))
+        settings.probes = {k: tuple(v) for k, v in config.workerinput.get("agentfloor_probe", {}).items()}
+        if "agentfloor_local_urls" in config.workerinput:
+            from .local.session import apply_worker_urls
+
+            apply_worker_urls(config.workerinput)
     else:
         session = AgentFloorSession(config, settings)
         config.stash[session_key] = session
@@ -279,6 +294,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         settings.run_log.close()
     if settings.cassettes:
         settings.cassettes.close()
+    if settings.local_servers:
+        from .local.session import stop_local_servers
+
+        stop_local_servers(settings.local_servers)
 
 
 # -- collection ---------------------------------------------------------------------------
@@ -388,8 +407,8 @@ class CaseItem(pytest.Item):
             return str(excinfo.value)
         return super().repr_failure(excinfo)  # type: ignore[return-value]
 
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, self.name
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, self.name
 
 
 @pytest.hookimpl(trylast=True)
@@ -407,6 +426,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With --resume, items already complete in runs.jsonl are deselected (their records still count)."""
     settings = config.stash[settings_key]
+    if settings.probes and not settings.run_non_capable:
+        for item in items:
+            if isinstance(item, CaseItem):
+                found = settings.probes.get(item.model.name)
+                if found and found[0] != "tool_capable":
+                    item.add_marker(pytest.mark.skip(
+                        reason=f"model {item.model.name!r} probed as {found[0]}: {found[1]} (--run-non-capable runs it)"))
     if not settings.resume_keys:
         return
     done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in settings.resume_keys]
@@ -425,6 +451,11 @@ def pytest_configure_node(node: Any) -> None:
     """Hand the resume index to xdist workers, so every worker deselects the same items."""
     settings = node.config.stash[settings_key]
     node.workerinput["agentfloor_resume"] = sorted(settings.resume_keys)
+    node.workerinput["agentfloor_probe"] = {k: list(v) for k, v in settings.probes.items()}
+    if settings.local_servers:
+        from .local.session import WORKERINPUT_KEY, worker_urls
+
+        node.workerinput[WORKERINPUT_KEY] = worker_urls(settings.local_servers)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -514,6 +545,40 @@ class AgentFloorSession:
         elif path.exists() and _targets_cases(config):
             path.replace(path.with_name("runs.prev.jsonl"))
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Start embedded model servers and probe each model, before xdist starts its workers."""
+        st = self.settings
+        if self.config.option.collectonly:
+            return
+        from .local.session import needs_server
+
+        if needs_server(st.selected):
+            from .local.model_files import ModelFileError
+            from .local.server import LocalServerError
+            from .local.session import start_local_servers
+
+            try:
+                st.local_servers = start_local_servers(st.selected, st.report_dir)
+            except (ModelFileError, LocalServerError) as exc:
+                raise pytest.UsageError(f"local model server: {exc}") from None
+        if st.probe and not st.replay:
+            self._probe_models()
+
+    def _probe_models(self) -> None:
+        from .probe import probe
+
+        st = self.settings
+        for model in st.selected:
+            if model.provider == "scripted":
+                continue
+            result = probe(st.provider(model))
+            st.probes[model.name] = (result.classification, result.detail)
+        if st.probes:
+            st.report_dir.mkdir(parents=True, exist_ok=True)
+            data = {k: {"classification": c, "detail": d} for k, (c, d) in sorted(st.probes.items())}
+            (st.report_dir / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
     def all_records(self) -> list[dict[str, Any]]:
         """This session's records plus those of the items it resumed."""
         resumed = [{k: self.previous[key][k] for k in PROPERTY_FIELDS} for key in sorted(self.resumed)]
@@ -551,6 +616,9 @@ class AgentFloorSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for problem in self.problems:
             terminalreporter.write_line(f"agentfloor: {problem}", yellow=True)
+        for name, (cls, detail) in sorted(self.settings.probes.items()):
+            terminalreporter.write_line(f"agentfloor: probe {name}: {cls}" + ("" if cls == "tool_capable" else f" ({detail})"),
+                                        green=cls == "tool_capable", yellow=cls != "tool_capable")
         if self.resumed:
             terminalreporter.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         records = self.all_records()
@@ -569,7 +637,8 @@ class AgentFloorSession:
                     cluster=st.cluster)
         try:
             if st.report_mode == "all":
-                summary = write_reports(records, meta, st.report_dir, **opts)
+                probe = {name: cls for name, (cls, _) in st.probes.items()}
+                summary = write_reports(records, meta, st.report_dir, probe=probe, **opts)
             else:
                 summary = build_summary(records, meta, **opts)[0]
         except (ValueError, OSError) as exc:

@@ -68,7 +68,7 @@ class TestRecordReplay:
 
     def test_replay_reproduces_the_recorded_run_without_the_model(self, http_bench: pytest.Pytester,
                                                                   server: FakeModelServer) -> None:
-        args = ["cases/tier_B/B1.toml", "--model", "fake", "--instances", "i0"]
+        args = ["cases/tier_B/B1.toml", "--model", "fake", "--instances", "i0", "--no-probe"]
         http_bench.runpytest(*args, "--record").assert_outcomes(passed=5)
         recorded = runs(http_bench)
         n_requests = len(server.requests)
@@ -84,7 +84,7 @@ class TestRecordReplay:
     def test_a_replay_miss_is_an_error_and_never_calls_the_model(self, http_bench: pytest.Pytester,
                                                                  server: FakeModelServer) -> None:
         http_bench.runpytest("cases/tier_B/B1.toml", "--model", "fake", "--variants", "v0", "--instances", "i0",
-                             "--record")
+                             "--record", "--no-probe")
         n_requests = len(server.requests)
         result = http_bench.runpytest("cases/tier_B/B1.toml", "--model", "fake", "--variants", "v1",
                                       "--instances", "i0", "--replay")

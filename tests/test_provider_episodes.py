@@ -62,9 +62,9 @@ def bench(pytester: pytest.Pytester, server: FakeModelServer, monkeypatch: pytes
     return pytester
 
 
-def run(bench: pytest.Pytester, model: str, *extra: str) -> pytest.RunResult:
+def run(bench: pytest.Pytester, model: str, *extra: str, probe: bool = False) -> pytest.RunResult:
     return bench.runpytest("cases/tier_B/B1.toml", "--model", model, "--variants", "v0", "--instances", "i0",
-                           "--junitxml=out.xml", *extra)
+                           "--junitxml=out.xml", *([] if probe else ["--no-probe"]), *extra)
 
 
 def records(bench: pytest.Pytester) -> list[dict]:
@@ -149,3 +149,26 @@ def test_truncation_at_the_completion_cap(bench: pytest.Pytester, server: FakeMo
     run(bench, "fake-ollama").assert_outcomes(failed=1)
     (rec,) = records(bench)
     assert (rec["termination"], rec["terminal_flag"]) == ("truncated", "truncation")
+
+
+@pytest.mark.parametrize("model", ["fake-openai", "fake-ollama"])
+def test_probe_admits_a_tool_calling_model(bench: pytest.Pytester, server: FakeModelServer, model: str) -> None:
+    server.push(reply(tool_calls=[("lookup_record", {"record_id": "CUS-4417"})]))
+    result = run(bench, model, probe=True)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"agentfloor: probe {model}: tool_capable"])
+    probe = json.loads((bench.path / "reports" / "probe.json").read_text())
+    assert probe[model]["classification"] == "tool_capable"
+    assert json.loads((bench.path / "reports" / "summary.json").read_text())["probe"][model] == "tool_capable"
+
+
+def test_probe_skips_a_model_that_leaks_calls_into_text(bench: pytest.Pytester, server: FakeModelServer) -> None:
+    server.push(reply(content='{"name": "lookup_record", "arguments": {"record_id": "CUS-4417"}}'))
+    result = run(bench, "fake-openai", probe=True)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["agentfloor: probe fake-openai: text_leaked (*"])
+    assert len(server.requests) == 1  # the probe only: no episode ran
+    server.push(reply(content="I cannot use tools."))
+    result = run(bench, "fake-openai", "--run-non-capable", "-rs", probe=True)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["agentfloor: probe fake-openai: no_tools (*"])

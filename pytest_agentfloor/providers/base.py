@@ -81,6 +81,7 @@ _REGISTRY: dict[str, str] = {
     "scripted": "pytest_agentfloor.providers.scripted:ScriptedProvider",
     "openai": "pytest_agentfloor.providers.openai_chat:OpenAIProvider",
     "ollama": "pytest_agentfloor.providers.ollama_chat:OllamaProvider",
+    "local": "pytest_agentfloor.providers.local:LocalProvider",
 }
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..results import read_records
-from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, write_reports
+from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, read_probe, write_reports
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = write_reports(records, meta, out, reference=args.reference, margin_pp=args.margin,
                                 n_boot=args.n_boot, seed=args.seed, infra_as_failure=args.infra_as_failure,
-                                cluster=args.cluster)
+                                cluster=args.cluster, probe=read_probe(args.runs.parent / "probe.json"))
     except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -179,8 +179,16 @@ def run_outcomes(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: tuple(str(r[k]) for k in RUN_FIELDS))
 
 
+def read_probe(path: Path) -> dict[str, str] | None:
+    """{model: classification} from a probe.json written at session start, if there is one."""
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    return {name: str(entry.get("classification")) for name, entry in data.items() if isinstance(entry, dict)}
+
+
 def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
-                 runs: list[dict[str, Any]] | None = None) -> dict[str, str]:
+                 runs: list[dict[str, Any]] | None = None, probe: Mapping[str, str] | None = None) -> dict[str, str]:
     """The text of every report file, by file name."""
     from ..stats.serialize import to_jsonable
     from .html import render_html
@@ -189,6 +197,8 @@ def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
     data = to_jsonable(summary)
     if runs is not None:
         data["runs"] = runs
+    if probe:
+        data["probe"] = dict(sorted(probe.items()))
     return {
         "summary.json": json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "tcr.csv": tcr_csv(summary),
@@ -199,8 +209,11 @@ def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
 
 def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str, Any]] | None, out_dir: Path, *,
                   reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
-                  infra_as_failure: bool = False, cluster: str | None = None) -> Summary:
+                  infra_as_failure: bool = False, cluster: str | None = None,
+                  probe: Mapping[str, str] | None = None) -> Summary:
     """Aggregate ``records`` and write :data:`REPORT_FILES` into ``out_dir``; return the Summary.
+
+    ``probe``: the session-start probe classification of each model (kept in summary.json).
 
     ``records``: full runs.jsonl records or compact user_properties dicts (identical results).
     ``models_meta``: ``{model: public config}`` (e.g. ``{m.name: m.public()}``) or the output of
@@ -211,7 +224,7 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
                                   seed=seed, infra_as_failure=infra_as_failure, cluster=cluster)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in render_files(summary, meta, run_outcomes(records)).items():
+    for name, text in render_files(summary, meta, run_outcomes(records), probe).items():
         atomic_write(out_dir / name, text)
     return summary
 

@@ -1,0 +1,99 @@
+"""Session lifecycle of the embedded model servers, for the plugin's controller and its workers.
+
+Controller, at session start (before xdist starts its workers)::
+
+    servers = start_local_servers(settings.selected, settings.report_dir, parallel=n_workers)
+
+starts one `LocalServer` per distinct local model that has no `base_url` and no URL in the
+environment yet, logging to ``<report_dir>/local-server.log`` (``local-server-<model>.log`` when
+several run), and publishes each URL in this process's environment (`urls.url_env`). Workers
+spawned afterwards inherit it; to be independent of spawn order, also hand
+``worker_urls(servers)`` to each node (``node.workerinput["agentfloor_local_urls"]`` in
+``pytest_configure_node``) and call ``apply_worker_urls(config.workerinput)`` in the worker's
+``pytest_configure``. At session end: ``stop_local_servers(servers)``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Mapping, MutableMapping
+
+from .model_files import ModelSpec, ensure_model, spec_for
+from .server import LocalServer, template_path
+from .urls import URL_ENV, url_env, url_for
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+
+WORKERINPUT_KEY = "agentfloor_local_urls"
+LOG_NAME = "local-server.log"
+
+
+def needs_server(models: Iterable["ModelConfig"], env: Mapping[str, str] = os.environ) -> list["ModelConfig"]:
+    """Local models with no server yet: no base_url and no URL in the environment."""
+    return [m for m in models if m.provider == "local" and not m.base_url and not url_for(m.name, env)]
+
+
+def server_for(spec: ModelSpec, *, log_path: Path, parallel: int = 1, startup_timeout: float = 120.0,
+               cache: Path | None = None) -> LocalServer:
+    """A (not yet started) server for `spec`, its weights verified and its template shipped."""
+    model = ensure_model(spec, cache)
+    template = template_path(spec.template) if spec.template else None
+    return LocalServer(model, template=template, log_path=log_path, ctx_size=spec.ctx_size * parallel,
+                       parallel=parallel, alias=spec.key, startup_timeout=startup_timeout)
+
+
+def start_local_servers(models: Iterable["ModelConfig"], report_dir: Path, *, parallel: int = 1,
+                        startup_timeout: float = 120.0,
+                        env: MutableMapping[str, str] = os.environ) -> dict[str, LocalServer]:
+    """Start what `needs_server` names; returns {config name: server} (configs of one model share one)."""
+    pending = needs_server(models, env)
+    by_spec: dict[str, list["ModelConfig"]] = {}
+    for m in pending:
+        by_spec.setdefault(spec_for(m.model).key, []).append(m)
+    servers: dict[str, LocalServer] = {}
+    started: list[LocalServer] = []
+    try:
+        for key, configs in by_spec.items():
+            log = report_dir / (LOG_NAME if len(by_spec) == 1 else f"local-server-{key}.log")
+            server = server_for(spec_for(key), log_path=log, parallel=parallel, startup_timeout=startup_timeout)
+            server.start()
+            started.append(server)
+            for m in configs:
+                servers[m.name] = server
+                env[url_env(m.name)] = server.openai_url
+        if len(started) == 1 and URL_ENV not in env:
+            env[URL_ENV] = started[0].openai_url
+    except BaseException:
+        for server in started:
+            server.stop()
+        raise
+    return servers
+
+
+def stop_local_servers(servers: Mapping[str, LocalServer] | Iterable[LocalServer],
+                       env: MutableMapping[str, str] = os.environ) -> None:
+    items = list(servers.items()) if isinstance(servers, Mapping) else [(None, s) for s in servers]
+    for name, server in items:
+        server.stop()
+        if name is not None and env.get(url_env(name)) == server.openai_url:
+            env.pop(url_env(name), None)
+        if server.port is not None and env.get(URL_ENV) == server.openai_url:
+            env.pop(URL_ENV, None)
+
+
+def worker_urls(servers: Mapping[str, LocalServer]) -> dict[str, str]:
+    """The environment entries a worker needs (JSON-serialisable, for node.workerinput)."""
+    out = {url_env(name): s.openai_url for name, s in servers.items()}
+    distinct = {s.openai_url for s in servers.values()}
+    if len(distinct) == 1:
+        out[URL_ENV] = distinct.pop()
+    return out
+
+
+def apply_worker_urls(workerinput: Mapping[str, object], env: MutableMapping[str, str] = os.environ) -> None:
+    urls = workerinput.get(WORKERINPUT_KEY) or {}
+    if isinstance(urls, Mapping):
+        for key, value in urls.items():
+            env[str(key)] = str(value)

@@ -1,0 +1,121 @@
+"""The tool-calling probe: can this endpoint make a *native* tool call at all?
+
+AgentFloor admits a model to the benchmark only when one request with one simple tool comes
+back with a call in the API's tool-call field. Everything else is excluded by design, with the
+reason named:
+
+- ``tool_capable``: the reply carries a native tool call;
+- ``text_leaked``: no native call, but the text holds what reads as a call (JSON with the tool's
+  name, ``<tool_call>`` tags, ``lookup_record(...)``): the model tried, the serving stack did not
+  turn it into a call, and text is never parsed into calls;
+- ``no_tools``: plain text, no call anywhere;
+- ``error``: the request failed (ProviderError), the payload could not be read (MalformedReply),
+  or anything else went wrong.
+
+`classify` is the pure decision (a Reply or an exception in, a ProbeResult out); `probe` only
+sends the one request and hands the outcome to it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .episode import SYSTEM_PROMPTS
+from .providers.base import MalformedReply, Provider, ProviderError, Reply
+from .sandbox import menu
+
+Classification = Literal["tool_capable", "text_leaked", "no_tools", "error"]
+CLASSIFICATIONS: tuple[str, ...] = ("tool_capable", "text_leaked", "no_tools", "error")
+
+PROBE_TOOL = "lookup_record"
+PROBE_RECORD = "CUS-4417"
+PROBE_PROMPT = (f"Look up customer record {PROBE_RECORD} and tell me which city the customer is in. "
+                "Use the tool; do not guess.")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    classification: Classification
+    detail: str
+    latency_s: float = 0.0
+
+    @property
+    def admitted(self) -> bool:
+        """Only tool-capable models take part in the benchmark."""
+        return self.classification == "tool_capable"
+
+
+def probe_messages() -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM_PROMPTS["default"]},
+            {"role": "user", "content": PROBE_PROMPT}]
+
+
+def probe_tools() -> list[dict[str, Any]]:
+    return menu((PROBE_TOOL,))
+
+
+def _leak_pattern(tool: str) -> re.Pattern[str]:
+    name = re.escape(tool)
+    return re.compile(
+        r"<\s*/?\s*tool_call\s*>"                                   # Hermes/Qwen tags
+        r"|<\|?\s*(?:tool_call|python_tag|function_call)"          # other families' call markers
+        r"|\[TOOL_CALLS\]"                                         # Mistral
+        r"|<function(?:=|\s*>|\s+name\s*=)"                        # <function=name> / <function name=...>
+        rf"|[\"'](?:name|function|tool|tool_name)[\"']\s*:\s*[\"']{name}[\"']"  # {"name": "lookup_record"
+        rf"|\b{name}\s*\("                                          # lookup_record(record_id=...)
+        r"|[\"']record_id[\"']\s*:",                               # the argument object on its own
+        re.IGNORECASE,
+    )
+
+
+def _short(text: str | None, limit: int = 160) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def classify(reply: Reply | None, error: BaseException | None = None, *,
+             tool: str = PROBE_TOOL, latency_s: float | None = None) -> ProbeResult:
+    """The probe's verdict for one reply (or the exception that came instead of one)."""
+    if error is not None:
+        if isinstance(error, ProviderError):
+            kind = "endpoint error"
+        elif isinstance(error, MalformedReply):
+            kind = "malformed tool-call payload"
+        else:
+            kind = f"unexpected {type(error).__name__}"
+        return ProbeResult("error", f"{kind}: {_short(str(error), 300)}", latency_s or 0.0)
+    if reply is None:
+        return ProbeResult("error", "no reply and no error", latency_s or 0.0)
+    lat = reply.latency_s if latency_s is None else latency_s
+    if reply.tool_calls:
+        names = [c.name for c in reply.tool_calls]
+        first = reply.tool_calls[0]
+        notes = []
+        if any(n != tool for n in names):
+            notes.append(f"called {', '.join(n for n in names if n != tool)} instead of / besides {tool}")
+        detail = f"native call {first.name}({_short(first.arguments, 120)})"
+        if len(names) > 1:
+            detail += f" and {len(names) - 1} more"
+        if notes:
+            detail += "; " + "; ".join(notes)
+        return ProbeResult("tool_capable", detail, lat)
+    text = reply.content or ""
+    cut = " (cut off at the completion cap)" if reply.finish_reason == "length" else ""
+    if _leak_pattern(tool).search(text):
+        return ProbeResult("text_leaked", f"call written in the text, not in tool_calls{cut}: {_short(text)!r}", lat)
+    if not text.strip():
+        return ProbeResult("no_tools", f"empty reply without a tool call{cut}", lat)
+    return ProbeResult("no_tools", f"plain text without a tool call{cut}: {_short(text)!r}", lat)
+
+
+def probe(provider: Provider) -> ProbeResult:
+    """Send the probe request once and classify the outcome; never raises."""
+    start = time.perf_counter()
+    try:
+        reply = provider.complete(probe_messages(), probe_tools(), case=None)  # type: ignore[arg-type]
+    except Exception as exc:  # every failure is a classification, not a crash
+        return classify(None, exc, latency_s=time.perf_counter() - start)
+    return classify(reply, None)

@@ -1,0 +1,73 @@
+"""Real episodes with the embedded Qwen 0.5B model through the plugin (pytester).
+
+Whether the tiny model passes is not what is checked: that every item runs to a graded end,
+leaves its record, and carries the server's own token counts and measured latency.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from pytest_agentfloor.local.server import LocalServer
+from pytest_agentfloor.local.urls import URL_ENV, url_env
+
+from .faultproxy import FaultProxy
+from .helpers import bench_dir, outcome_total, records, run
+
+pytestmark = pytest.mark.realmodel
+
+
+@pytest.fixture(scope="module")
+def recorder(qwen_server: LocalServer) -> Iterator[FaultProxy]:
+    """A pass-through proxy that notes the server's usage figures, to compare with the records."""
+    with FaultProxy(qwen_server.url) as proxy:
+        yield proxy
+
+
+def test_tiers_A_and_B_run_graded_with_a_record_per_item(pytester: pytest.Pytester, recorder: FaultProxy) -> None:
+    recorder.reset()
+    bench_dir(pytester, recorder.openai_url, max_tokens=512, timeout_s=120, retries=1)
+    result = run(pytester, "cases/tier_A", "cases/tier_B")
+    outcomes = result.parseoutcomes()
+    assert outcome_total(result) == 10, result.stdout.str()
+    assert outcomes.get("errors", 0) == 0, result.stdout.str()  # the model fails or passes; the setup holds
+    recs = records(pytester)
+    assert sorted(r["task"] for r in recs) == ["A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5"]
+    assert sum(r["passed"] for r in recs) == outcomes.get("passed", 0)
+    for r in recs:
+        assert not r["infra_error"] and r["termination"] != "provider_error"
+        assert r["passed"] or r["failure_mode"], r  # every failure is classified
+        assert r["config"]["provider"] == "local" and r["model"] == "local"
+        if r["turns"]:
+            assert r["tokens_in"] > 0 and r["tokens_out"] > 0 and r["latency_s"] > 0
+        turns = r["trajectory"]["turns"]
+        assert sum(t["tokens_in"] for t in turns) == r["tokens_in"]
+    # the records' tokens are exactly the server's usage, summed over the turns that were kept
+    assert sum(r["tokens_in"] for r in recs) == sum(u[0] for u in recorder.usage)
+    assert sum(r["tokens_out"] for r in recs) == sum(u[1] for u in recorder.usage)
+    assert 'property name="tokens_in"' in (pytester.path / "out.xml").read_text()
+
+
+def test_a_reply_cut_at_the_completion_cap_is_truncation(pytester: pytest.Pytester, qwen_server: LocalServer) -> None:
+    bench_dir(pytester, qwen_server.openai_url, cases=("tier_A/A1",), max_tokens=5, timeout_s=120, retries=0)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    (rec,) = records(pytester)
+    assert (rec["termination"], rec["terminal_flag"]) == ("truncated", "truncation")
+    (turn,) = rec["trajectory"]["turns"]
+    assert turn["finish_reason"] == "length" and turn["tokens_out"] == 5
+
+
+def test_xdist_workers_find_the_server_through_the_environment(pytester: pytest.Pytester, qwen_server: LocalServer,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """No base_url: the URL comes from the environment the controller hands its workers."""
+    monkeypatch.delenv(URL_ENV, raising=False)
+    monkeypatch.setenv(url_env("local"), qwen_server.openai_url)
+    bench_dir(pytester, None, cases=("tier_A/A1", "tier_A/A5"), max_tokens=256, timeout_s=120, retries=1)
+    result = run(pytester, extra=("-n", "2"))
+    assert outcome_total(result) == 2 and result.parseoutcomes().get("errors", 0) == 0, result.stdout.str()
+    recs = records(pytester)
+    assert sorted(r["task"] for r in recs) == ["A1", "A5"]
+    assert all(r["turns"] >= 1 and r["tokens_in"] > 0 for r in recs)
