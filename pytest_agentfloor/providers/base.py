@@ -59,6 +59,11 @@ class Provider(Protocol):
     def close(self) -> None: ...
 
 
+def calls_so_far(messages: list[dict[str, Any]]) -> int:
+    """Tool calls already in the conversation: generated call ids continue from here."""
+    return sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+
+
 def with_retries(fn: Callable[[], T], *, retries: int, endpoint: str,
                  backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> T:
     """Call `fn`, retrying transient ProviderErrors with jittered exponential backoff."""

@@ -23,7 +23,7 @@ import ollama
 import pydantic
 
 from ..config import strip_credentials
-from .base import MalformedReply, ProviderError, Reply, ToolCallOut, with_retries
+from .base import MalformedReply, ProviderError, Reply, ToolCallOut, calls_so_far, with_retries
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -126,7 +126,7 @@ class OllamaProvider:
         }
         if cfg.think is not None:
             request["think"] = cfg.think
-        first_id = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+        first_id = calls_so_far(messages)
         return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
                             endpoint=self.endpoint, sleep=_backoff_sleep)
 

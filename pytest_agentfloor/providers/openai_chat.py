@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from ..config import strip_credentials
-from .base import MalformedReply, ProviderError, Reply, ToolCallOut, with_retries
+from .base import MalformedReply, ProviderError, Reply, ToolCallOut, calls_so_far, with_retries
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -98,7 +98,7 @@ class OpenAIProvider:
             request["tool_choice"] = "auto"
         if cfg.seed is not None:
             request["seed"] = cfg.seed
-        first_id = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+        first_id = calls_so_far(messages)
         return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
                             endpoint=self.endpoint, sleep=_backoff_sleep)
 

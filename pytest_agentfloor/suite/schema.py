@@ -6,9 +6,9 @@ instance-specific `ResolvedCase` and never the raw TOML.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
 TIER_TURN_BUDGET: dict[str, int] = {"A0": 1, "A": 2, "B": 4, "C": 6, "D": 8, "E": 10}
@@ -27,6 +27,15 @@ FORBIDDEN_BEHAVIOURS: tuple[str, ...] = (
     "terminate_without_answer",
     "partial_constraint_check",
 )
+
+
+def _known_tool(name: str) -> str:
+    if name not in TOOL_NAMES:
+        raise ValueError(f"unknown tool {name!r}; valid: {', '.join(TOOL_NAMES)}")
+    return name
+
+
+ToolName = Annotated[str, AfterValidator(_known_tool)]
 
 
 class _Strict(BaseModel):
@@ -54,19 +63,12 @@ class Constraint(_Strict):
 class ScriptedFailure(_Strict):
     """A tool call that fails on purpose (tier D recovery), matched by tool and argument subset."""
 
-    tool: str
+    tool: ToolName
     match: dict[str, Any] = Field(default_factory=dict)
     times: int = Field(1, description="failures before the call succeeds; -1 fails forever")
     error_type: str = "unavailable"
     message: str = "The source is temporarily unavailable."
     hint: str = "Retry the call or use another source."
-
-    @field_validator("tool")
-    @classmethod
-    def _known_tool(cls, v: str) -> str:
-        if v not in TOOL_NAMES:
-            raise ValueError(f"unknown tool {v!r}; valid: {', '.join(TOOL_NAMES)}")
-        return v
 
 
 class SubmissionRules(_Strict):
@@ -142,25 +144,10 @@ class Step(_Strict):
     `args`, made in a later turn than the steps named in `after`."""
 
     id: str
-    tool: str
-    alt: list[str] = Field(default_factory=list, description="other tools that satisfy the step")
+    tool: ToolName
+    alt: list[ToolName] = Field(default_factory=list, description="other tools that satisfy the step")
     args: dict[str, Any] = Field(default_factory=dict)
     after: list[str] = Field(default_factory=list)
-
-    @field_validator("tool")
-    @classmethod
-    def _known_tool(cls, v: str) -> str:
-        if v not in TOOL_NAMES:
-            raise ValueError(f"unknown tool {v!r}; valid: {', '.join(TOOL_NAMES)}")
-        return v
-
-    @field_validator("alt")
-    @classmethod
-    def _known_alts(cls, v: list[str]) -> list[str]:
-        bad = [t for t in v if t not in TOOL_NAMES]
-        if bad:
-            raise ValueError(f"unknown tool(s) {bad}; valid: {', '.join(TOOL_NAMES)}")
-        return v
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -194,7 +181,7 @@ class Case(_Strict):
     tier: Literal["A0", "A", "B", "C", "D", "E"]
     title: str
     domain: str = ""
-    tools: list[str] = Field(default_factory=list)
+    tools: list[ToolName] = Field(default_factory=list)
     budget: int | None = Field(None, description="model turns; defaults to the tier's budget")
     call_limit: int | None = Field(None, description="defaults to the reference's call count + 2")
     prompts: dict[str, str]
@@ -205,14 +192,6 @@ class Case(_Strict):
     forbidden: list[str] = Field(default_factory=lambda: ["repeated_identical_call"])
     reference: list[RefTurn]
     instances: dict[str, Instance] = Field(default_factory=dict)
-
-    @field_validator("tools")
-    @classmethod
-    def _tools_known(cls, v: list[str]) -> list[str]:
-        bad = [t for t in v if t not in TOOL_NAMES]
-        if bad:
-            raise ValueError(f"unknown tool(s) {bad}; valid: {', '.join(TOOL_NAMES)}")
-        return v
 
     @field_validator("prompts")
     @classmethod
