@@ -11,7 +11,6 @@ collection and reporting, from two run sizes so start-up cancels out.
 from __future__ import annotations
 
 import argparse
-import cProfile
 import io
 import os
 import pstats

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakeserver import FakeModelServer, reply, status
+from tests.fakeserver import FakeModelServer, status
 from tests.test_provider_episodes import follow_reference
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from typing import Any
 from ..suite.schema import ResolvedCase
 from ..trajectory import Trajectory
 from .failure import FAILURE_MODES, FAILURE_NAMES, TERMINAL_FLAGS, failure_mode, terminal_flag
-from .obligations import CHECKS, NAMES, ORDER, Verdict, remaining_steps
+from .obligations import CHECKS, ORDER, Verdict, remaining_steps
 
 __all__ = ["FAILURE_MODES", "FAILURE_NAMES", "ORDER", "TERMINAL_FLAGS", "Grade", "Verdict", "grade",
            "remaining_steps"]

@@ -13,7 +13,7 @@ from .base import Reply, ToolCallOut
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
-    from ..suite.schema import RefCall, ResolvedCase
+    from ..suite.schema import ResolvedCase
 
 Call = tuple[str, dict[str, Any]]
 Policy = Callable[["ResolvedCase", int], "list[Call] | str"]

@@ -1,0 +1,128 @@
+"""Collection: a case file is a collector, each (variant, instance, run, model) an item.
+
+The episode runs in the item's setup phase, so an endpoint that keeps failing makes the item an
+error (not a failure); grading runs in the call phase.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .config import ModelConfig
+from .corpus import config_fingerprint, resume_key
+from .episode import run_episode
+from .grading import grade, remaining_steps
+from .options import settings_key
+from .results import build_record, properties
+from .suite.loader import CaseError, load_case, resolve
+from .suite.schema import Case, ResolvedCase
+
+
+def model_keyword(name: str) -> str:
+    return "model_" + re.sub(r"\W", "_", name)
+
+
+class CaseFile(pytest.File):
+    """One case file; its items are (variant, instance, run, model) combinations."""
+
+    case: Case
+    content_hash: str
+
+    def collect(self) -> Iterator["CaseItem"]:
+        self.case, self.content_hash = load_case(self.path)
+        self._resolved: dict[tuple[str, str], ResolvedCase] = {}
+        settings = self.config.stash[settings_key]
+        variants = [v for v in sorted(self.case.prompts, key=lambda v: int(v[1:]))
+                    if settings.variants is None or v in settings.variants]
+        instances = [i for i in ["i0", *sorted(self.case.instances, key=lambda i: int(i[1:]))]
+                     if settings.instances is None or i in settings.instances]
+        for model in settings.selected:
+            fingerprint = config_fingerprint(model.public())
+            for v in variants:
+                for i in instances:
+                    for r in range(settings.runs):
+                        item = CaseItem.from_parent(self, name=f"{self.case.id}[{v}-{i}-r{r}-{model.name}]",
+                                                    variant=v, instance=i, run=r, model=model)
+                        item.resume_key = resume_key(model.name, self.case.id, v, i, r, self.content_hash,
+                                                     fingerprint)
+                        yield item
+
+    def resolved(self, variant: str, instance: str) -> ResolvedCase:
+        key = (variant, instance)
+        if key not in self._resolved:
+            self._resolved[key] = resolve(self.case, variant, instance, self.content_hash)
+        return self._resolved[key]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, CaseError):
+            return excinfo.value.render()
+        return super().repr_failure(excinfo)  # type: ignore[return-value]
+
+
+class CaseFailed(Exception):
+    """The model failed the case; the message is the grader's account."""
+
+
+class InfrastructureError(Exception):
+    """The endpoint failed after its retries: an error of the setup, not of the model."""
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, variant: str, instance: str, run: int, model: ModelConfig, **kw: Any):
+        super().__init__(**kw)
+        self.variant, self.instance, self.run, self.model = variant, instance, run, model
+        case: Case = self.parent.case  # type: ignore[union-attr]
+        self.add_marker("agentfloor")
+        self.add_marker(f"tier_{case.tier}")
+        self.add_marker(pytest.mark.xdist_group(model.name))
+        self.extra_keyword_matches.update({case.id, model_keyword(model.name)})
+        self.trajectory = None
+        self.resume_key = ""
+
+    @property
+    def resolved_case(self) -> ResolvedCase:
+        return self.parent.resolved(self.variant, self.instance)  # type: ignore[union-attr]
+
+    def setup(self) -> None:
+        """Run the episode; an endpoint that keeps failing makes the item an error, not a failure."""
+        settings = self.config.stash[settings_key]
+        case = self.resolved_case
+        self.trajectory = run_episode(
+            case, settings.provider(self.model), model=self.model.name, run=self.run,
+            system_prompt=self.model.system_prompt, token_budget=settings.token_budget,
+            timeout_s=settings.episode_timeout, remaining_steps=remaining_steps,
+        )
+        if self.trajectory.termination == "provider_error":
+            self._save_record(None)
+            raise InfrastructureError(f"infrastructure error ({self.model.provider}): {self.trajectory.error}")
+
+    def runtest(self) -> None:
+        case, traj = self.resolved_case, self.trajectory
+        assert traj is not None
+        result = grade(case, traj, self.ihook)
+        self._save_record(result)
+        if not result.passed:
+            raise CaseFailed(result.message(traj))
+
+    def teardown(self) -> None:
+        self.trajectory = None  # the record holds it now; keeping it would grow memory (and GC time) per item
+
+    def _save_record(self, result: Any) -> None:
+        record = build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid)
+        self.ihook.pytest_agentfloor_record(record=record)
+        self.user_properties.extend(properties(record))
+        self.config.stash[settings_key].log().append(record)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, (CaseFailed, InfrastructureError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)  # type: ignore[return-value]
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, self.name
+
+

@@ -1,0 +1,247 @@
+"""Options, ini settings and the Settings each pytest process resolves from them.
+
+Every option has an ini equivalent in the "agentfloor" group; bad values are usage errors that
+name the option and what would be valid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .config import ConfigError, ModelConfig, load_models
+from .corpus import CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider
+from .providers.base import Provider, make_provider
+from .results import RunLog
+from .suite.schema import TIERS
+
+REPORT_MODES = ("none", "term", "all")
+
+
+@dataclass
+class Settings:
+    """Resolved options for one pytest process (controller or worker)."""
+
+    models: dict[str, ModelConfig]
+    selected: list[ModelConfig]
+    runs: int
+    variants: set[str] | None
+    instances: set[str] | None
+    report_mode: str
+    report_dir: Path
+    token_budget: int
+    episode_timeout: float
+    reference: str | None = None
+    margin_pp: float = 10.0
+    cluster: str = "unit"
+    infra_as_failure: bool = False
+    probe: bool = True
+    run_non_capable: bool = False
+    probes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    local_servers: dict[str, Any] = field(default_factory=dict)
+    record: bool = False
+    replay: bool = False
+    resume: bool = False
+    resume_keys: set[str] = field(default_factory=set)
+    providers: dict[str, Provider] = field(default_factory=dict)
+    run_log: RunLog | None = None
+    cassettes: CassetteStore | None = None
+    gate: "GateSpec | None" = None
+
+    def provider(self, config: ModelConfig) -> Provider:
+        if config.name not in self.providers:
+            if self.replay or self.record:
+                self.cassettes = self.cassettes or CassetteStore(self.report_dir / CASSETTE_FILE)
+            if self.replay:
+                self.providers[config.name] = ReplayProvider(config, self.cassettes)  # type: ignore[arg-type]
+            else:
+                live = make_provider(config)
+                self.providers[config.name] = RecordingProvider(live, self.cassettes) if self.record else live  # type: ignore[arg-type]
+        return self.providers[config.name]
+
+    def log(self) -> RunLog:
+        if self.run_log is None:
+            self.run_log = RunLog(self.report_dir / "runs.jsonl")
+        return self.run_log
+
+
+@dataclass
+class GateSpec:
+    baseline: Path
+    margin_pp: float
+    tiers: list[str] | None
+    floors: dict[str, float]
+    baseline_model: str | None
+
+
+def gate_spec(config: pytest.Config) -> GateSpec | None:
+    raw = str(_opt(config, "agentfloor_baseline") or "")
+    floors_raw = [f for chunk in (_opt(config, "agentfloor_gate_floors") or []) for f in str(chunk).split(",") if f]
+    if not raw:
+        if floors_raw or config.getoption("agentfloor_gate_tiers"):
+            raise pytest.UsageError("--gate-tiers and --gate-floor need --baseline PATH")
+        return None
+    from .gate import GateError, parse_floor  # numpy and scipy load only when a gate is asked for
+
+    try:
+        margin = float(_opt(config, "agentfloor_gate_margin"))
+        floors = dict(parse_floor(f) for f in floors_raw)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc) if isinstance(exc, GateError) else "--gate-margin: expected a number") from None
+    tiers = [t.strip().removeprefix("tier_") for t in str(_opt(config, "agentfloor_gate_tiers")).split(",") if t.strip()]
+    bad = [t for t in tiers if t not in TIERS]
+    if bad:
+        raise pytest.UsageError(f"--gate-tiers: unknown tier(s) {bad}; valid: {', '.join(TIERS)}")
+    path = Path(config.invocation_params.dir) / raw
+    if not path.exists():
+        raise pytest.UsageError(f"--baseline {raw}: no such file")
+    return GateSpec(path, margin, tiers or None, floors, str(_opt(config, "agentfloor_gate_baseline_model")) or None)
+
+
+
+settings_key = pytest.StashKey[Settings]()
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentfloor", "agent tool-use benchmark (pytest-agentfloor)")
+
+    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", **kw: Any) -> None:
+        group.addoption(opt, dest=ini, default=None, help=f"{help} (ini: {ini})", **kw)
+        parser.addini(ini, help=help, type=ini_type, default=default)
+
+    add("--model", "agentfloor_models", "model name(s) from models.toml; repeatable or comma-separated",
+        default=["oracle"], ini_type="args", action="append", metavar="NAME")
+    add("--models-file", "agentfloor_models_file", "models.toml path, relative to the rootdir",
+        default="models.toml", metavar="PATH")
+    add("--runs", "agentfloor_runs", "repeated runs of every (case, variant, instance)", default="1", metavar="N")
+    add("--variants", "agentfloor_variants", "prompt variants to run, e.g. v0,v2 or all", default="all",
+        metavar="LIST")
+    add("--instances", "agentfloor_instances", "instance variants to run, e.g. i0,i3 or all", default="all",
+        metavar="LIST")
+    add("--agentfloor-report", "agentfloor_report",
+        f"session-end report: {'|'.join(REPORT_MODES)} (all = terminal plus files in the report dir)",
+        default="all", metavar="MODE")
+    add("--reference", "agentfloor_reference", "compare every model against this one (paired tests)",
+        default="", metavar="MODEL")
+    add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
+        default="10", metavar="PP")
+    add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
+        "bootstrap resampling unit: unit = (variant, instance, run), task, or run", default="unit", metavar="KIND")
+    add("--report-dir", "agentfloor_report_dir", "where runs.jsonl and reports go, relative to the rootdir",
+        default="reports", metavar="DIR")
+    add("--token-budget", "agentfloor_token_budget", "episode token budget", default="128000", metavar="N")
+    add("--episode-timeout", "agentfloor_episode_timeout", "wall-clock seconds per episode", default="600",
+        metavar="S")
+    add("--baseline", "agentfloor_baseline", "gate against this runs.jsonl (or summary.json) of the incumbent",
+        default="", metavar="PATH")
+    add("--gate-margin", "agentfloor_gate_margin", "non-inferiority margin of the gate, in percentage points",
+        default="10", metavar="PP")
+    add("--gate-tiers", "agentfloor_gate_tiers", "tiers the gate checks, e.g. A0,A,B (default: all present)",
+        default="", metavar="LIST")
+    add("--gate-floor", "agentfloor_gate_floors", "absolute TCR floor, e.g. tier_A>=0.90; repeatable",
+        default=[], ini_type="args", action="append", metavar="TIER>=X")
+    add("--gate-baseline-model", "agentfloor_gate_baseline_model", "the baseline model when the file holds several",
+        default="", metavar="NAME")
+    for flag, ini, text in (
+        ("--record", "agentfloor_record", "store every model request and response in the report dir's cassettes"),
+        ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
+        ("--resume", "agentfloor_resume", "skip items already complete in runs.jsonl (same case and model config)"),
+        ("--infra-as-failure", "agentfloor_infra_as_failure", "count infrastructure errors as failures in TCR"),
+        ("--no-probe", "agentfloor_no_probe", "do not send each model the tool-calling probe at session start"),
+        ("--run-non-capable", "agentfloor_run_non_capable",
+         "run the items of models whose probe was not tool_capable instead of skipping them"),
+    ):
+        group.addoption(flag, dest=ini, action="store_true", default=None, help=f"{text} (ini: {ini})")
+        parser.addini(ini, help=text, type="bool", default=False)
+
+
+
+def _opt(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return config.getini(name) if value is None else value
+
+
+def _int_opt(config: pytest.Config, name: str, flag: str, minimum: int = 1) -> int:
+    raw = _opt(config, name)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{flag}: expected a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise pytest.UsageError(f"{flag}: must be at least {minimum}, got {value}")
+    return value
+
+
+def _selection(config: pytest.Config, name: str, flag: str, prefix: str) -> set[str] | None:
+    raw = str(_opt(config, name)).strip()
+    if raw in ("", "all"):
+        return None
+    items = {p.strip() for p in raw.split(",") if p.strip()}
+    bad = sorted(i for i in items if not re.fullmatch(rf"{prefix}\d+", i))
+    if bad:
+        raise pytest.UsageError(f"{flag}: {bad} are not {prefix}0, {prefix}1, ... names (or 'all')")
+    return items
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    rootdir = Path(config.rootpath)
+    models_file = rootdir / str(_opt(config, "agentfloor_models_file"))
+    try:
+        models = load_models(models_file if models_file.exists() else None)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    names: list[str] = []
+    for chunk in _opt(config, "agentfloor_models"):
+        names += [n.strip() for n in str(chunk).split(",") if n.strip()]
+    unknown = [n for n in names if n not in models]
+    if unknown:
+        where = f" in {models_file}" if models_file.exists() else f" (no {models_file.name} found in {rootdir})"
+        raise pytest.UsageError(
+            f"--model: unknown model(s) {', '.join(unknown)}{where}; configured: {', '.join(sorted(models))}")
+    mode = str(_opt(config, "agentfloor_report"))
+    if mode not in REPORT_MODES:
+        raise pytest.UsageError(f"--agentfloor-report: expected one of {', '.join(REPORT_MODES)}, got {mode!r}")
+    try:
+        timeout = float(_opt(config, "agentfloor_episode_timeout"))
+    except ValueError:
+        raise pytest.UsageError("--episode-timeout: expected seconds") from None
+    reference = str(_opt(config, "agentfloor_reference") or "") or None
+    if reference and reference not in names:
+        raise pytest.UsageError(f"--reference: {reference!r} is not among the selected models ({', '.join(names)}); "
+                                "add it with --model")
+    try:
+        margin = float(_opt(config, "agentfloor_margin"))
+    except ValueError:
+        raise pytest.UsageError("--margin: expected a number of percentage points") from None
+    cluster = str(_opt(config, "agentfloor_bootstrap_cluster"))
+    if cluster not in ("unit", "task", "run"):
+        raise pytest.UsageError(f"--bootstrap-cluster: expected unit, task or run, got {cluster!r}")
+    record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
+    if record and replay:
+        raise pytest.UsageError("--record and --replay exclude each other")
+    return Settings(
+        reference=reference,
+        margin_pp=margin,
+        cluster=cluster,
+        infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")),
+        probe=not _opt(config, "agentfloor_no_probe"),
+        run_non_capable=bool(_opt(config, "agentfloor_run_non_capable")),
+        record=record,
+        replay=replay,
+        resume=bool(_opt(config, "agentfloor_resume")),
+        models=models,
+        selected=[models[n] for n in dict.fromkeys(names)],
+        runs=_int_opt(config, "agentfloor_runs", "--runs"),
+        variants=_selection(config, "agentfloor_variants", "--variants", "v"),
+        instances=_selection(config, "agentfloor_instances", "--instances", "i"),
+        report_mode=mode,
+        report_dir=rootdir / str(_opt(config, "agentfloor_report_dir")),
+        token_budget=_int_opt(config, "agentfloor_token_budget", "--token-budget"),
+        episode_timeout=timeout,
+    )
+
+
