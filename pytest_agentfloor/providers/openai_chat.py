@@ -76,6 +76,7 @@ class OpenAIProvider:
         self.config = config
         self.base_url = config.base_url or DEFAULT_BASE_URL
         self.endpoint = strip_credentials(self.base_url)
+        self._cap_field = "max_completion_tokens" if self.endpoint.startswith(DEFAULT_BASE_URL) else "max_tokens"
         self._secret = read_api_key(config.api_key_env, self.endpoint)
         self._client = openai.OpenAI(
             base_url=self.base_url,
@@ -91,7 +92,9 @@ class OpenAIProvider:
             "model": cfg.model,
             "messages": [{k: m[k] for k in _MESSAGE_KEYS if k in m} for m in messages],
             "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens,
+            # OpenAI's own API rejects max_tokens for its reasoning models; compatible servers
+            # (llama.cpp, vLLM, LiteLLM, Ollama /v1) all read max_tokens
+            self._cap_field: cfg.max_tokens,
         }
         if tools:
             request["tools"] = tools

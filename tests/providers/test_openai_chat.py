@@ -286,3 +286,14 @@ def test_responder_scripts_a_whole_episode() -> None:
         p.close()
     assert second.content == "Got price=3" and second.finish_reason == "stop"
     assert server.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": call.id, "content": "price=3"}
+
+
+def test_the_completion_cap_field_follows_the_endpoint() -> None:
+    from pytest_agentfloor.config import ModelConfig
+    from pytest_agentfloor.providers.openai_chat import OpenAIProvider
+
+    official = OpenAIProvider(ModelConfig(name="o", provider="openai", model="gpt-5"))
+    compatible = OpenAIProvider(ModelConfig(name="c", provider="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+    assert (official._cap_field, compatible._cap_field) == ("max_completion_tokens", "max_tokens")
+    official.close()
+    compatible.close()
