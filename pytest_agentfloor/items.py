@@ -17,9 +17,11 @@ from .corpus import config_fingerprint, resume_key
 from .episode import run_episode
 from .grading import grade, remaining_steps
 from .options import settings_key
+from .providers.base import ProviderError
 from .results import build_record, properties
 from .suite.loader import CaseError, load_case, resolve
 from .suite.schema import Case, ResolvedCase
+from .trajectory import Trajectory
 
 
 def model_keyword(name: str) -> str:
@@ -91,11 +93,18 @@ class CaseItem(pytest.Item):
         """Run the episode; an endpoint that keeps failing makes the item an error, not a failure."""
         settings = self.config.stash[settings_key]
         case = self.resolved_case
-        self.trajectory = run_episode(
-            case, settings.provider(self.model), model=self.model.name, run=self.run,
-            system_prompt=self.model.system_prompt, token_budget=settings.token_budget,
-            timeout_s=settings.episode_timeout, remaining_steps=remaining_steps,
-        )
+        try:
+            provider = settings.provider(self.model)
+        except ProviderError as exc:  # e.g. the API key variable is unset: no request can be made
+            self.trajectory = Trajectory(case_id=case.id, tier=case.tier, variant=case.variant,
+                                         instance=case.instance, run=self.run, model=self.model.name,
+                                         tools=list(case.tools), termination="provider_error", error=str(exc))
+        else:
+            self.trajectory = run_episode(
+                case, provider, model=self.model.name, run=self.run,
+                system_prompt=self.model.system_prompt, token_budget=settings.token_budget,
+                timeout_s=settings.episode_timeout, remaining_steps=remaining_steps,
+            )
         if self.trajectory.termination == "provider_error":
             self._save_record(None)
             raise InfrastructureError(f"infrastructure error ({self.model.provider}): {self.trajectory.error}")

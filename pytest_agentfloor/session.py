@@ -7,6 +7,7 @@ user_properties, so totals are identical with and without xdist.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,12 @@ class AgentFloorSession:
         st = self.settings
         if self.config.option.collectonly:
             return
+        if not st.replay:
+            unset = [(m.name, m.api_key_env) for m in st.selected if m.api_key_env and not os.environ.get(m.api_key_env)]
+            if unset:
+                raise pytest.UsageError("; ".join(
+                    f"models.{name}.api_key_env: environment variable {var} is not set (it must hold the API key)"
+                    for name, var in unset))
         from .local.session import needs_server
 
         if needs_server(st.selected):

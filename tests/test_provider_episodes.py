@@ -172,3 +172,11 @@ def test_probe_skips_a_model_that_leaks_calls_into_text(bench: pytest.Pytester, 
     result = run(bench, "fake-openai", "--run-non-capable", "-rs", probe=True)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["agentfloor: probe fake-openai: no_tools (*"])
+
+
+def test_an_unset_api_key_variable_is_a_usage_error_naming_it(bench: pytest.Pytester,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AF_TEST_KEY")
+    result = run(bench, "fake-openai")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*models.fake-openai.api_key_env: environment variable AF_TEST_KEY is not set*"])
