@@ -218,3 +218,14 @@ def test_conftest_can_add_an_obligation(bench: pytest.Pytester) -> None:
                              "--instances", "i0")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*unmet obligation Z1 (Z1): expected at most one call; observed 2 calls*"])
+
+
+def test_every_fault_policy_runs_on_every_case_without_an_error(bench: pytest.Pytester) -> None:
+    from pytest_agentfloor.config import SCRIPTED_POLICIES
+
+    models = ",".join(f"fault-{p}" for p in SCRIPTED_POLICIES[1:])
+    result = bench.runpytest("cases", "--model", models, "--variants", "v0", "--instances", "i0",
+                             "--agentfloor-report", "none")
+    outcomes = result.parseoutcomes()
+    assert "errors" not in outcomes and "error" not in outcomes
+    assert outcomes["failed"] > outcomes.get("passed", 0)

@@ -6,6 +6,7 @@ fault policy must be classified as intended). They are never a stand-in for a mo
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -107,9 +108,8 @@ def resign(case: "ResolvedCase", t: int) -> "list[Call] | str":
     required = {name for s in case.steps for name in s.tools}
     extra = (c for c in [*_explore(case, avoid=required), *_explore(case)]
              if c not in [x for turn in turns for x in turn])
-    while len(flat) < 2:
-        flat.append(next(extra))
-    return [flat[t]] if t < 2 else "I was not able to finish this task."
+    flat += list(itertools.islice(extra, max(0, 2 - len(flat))))  # a case without tools has no busy work
+    return [flat[t]] if t < len(flat) else "I was not able to finish this task."
 
 
 def plan_only(case: "ResolvedCase", t: int) -> "list[Call] | str":
