@@ -75,7 +75,8 @@ def run_episode(
         except ProviderError as exc:
             termination, traj.error = "provider_error", str(exc)
             break
-        except MalformedReply as exc:
+        except MalformedReply as exc:  # the model's output could not be read as a call: its turn still counts
+            traj.turns.append(Turn(index=index, finish_reason="malformed"))
             termination, traj.error = "malformed_call", str(exc)
             break
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
