@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,20 @@ def targets_cases(config: pytest.Config) -> bool:
     return False
 
 
+def archive(path: Path) -> Path:
+    """Move an earlier session's runs.jsonl to history/, named by when it was last written."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(path.stat().st_mtime))
+    history = path.parent / "history"
+    history.mkdir(exist_ok=True)
+    target = history / f"runs-{stamp}.jsonl"
+    n = 1
+    while target.exists():
+        n += 1
+        target = history / f"runs-{stamp}-{n}.jsonl"
+    path.replace(target)
+    return target
+
+
 class AgentFloorSession:
     """Controller-only: gathers records from reports and reports at session end."""
 
@@ -50,8 +65,8 @@ class AgentFloorSession:
         if settings.resume:
             self.previous, self.problems = completed_records(path)
             settings.resume_keys = set(self.previous)
-        elif path.exists() and targets_cases(config):
-            path.replace(path.with_name("runs.prev.jsonl"))
+        elif path.exists() and targets_cases(config) and not config.option.collectonly:
+            archive(path)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:

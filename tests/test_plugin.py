@@ -174,7 +174,8 @@ def test_xdist_totals_equal_serial_totals(bench: pytest.Pytester) -> None:
     assert serial.parseoutcomes()["failed"] == parallel.parseoutcomes()["failed"]
     assert serial_table and serial_table == parallel_table
     assert serial_records == parallel_records
-    assert (bench.path / "reports" / "runs.prev.jsonl").exists()  # the earlier session's records are kept
+    kept = list((bench.path / "reports" / "history").glob("runs-*.jsonl"))  # earlier sessions' records are kept
+    assert len(kept) == 1 and len(kept[0].read_text().splitlines()) == len(serial_records)
 
 
 def test_plugin_can_be_disabled(bench: pytest.Pytester) -> None:
