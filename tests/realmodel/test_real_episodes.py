@@ -40,9 +40,9 @@ def test_tiers_A_and_B_run_graded_with_a_record_per_item(pytester: pytest.Pytest
         assert not r["infra_error"] and r["termination"] != "provider_error"
         assert r["passed"] or r["failure_mode"], r  # every failure is classified
         assert r["config"]["provider"] == "local" and r["model"] == "local"
-        if r["turns"]:
-            assert r["tokens_in"] > 0 and r["tokens_out"] > 0 and r["latency_s"] > 0
         turns = r["trajectory"]["turns"]
+        if any(t["finish_reason"] != "malformed" for t in turns):  # a reply the server could not parse has no usage
+            assert r["tokens_in"] > 0 and r["tokens_out"] > 0 and r["latency_s"] > 0
         assert sum(t["tokens_in"] for t in turns) == r["tokens_in"]
     # the records' tokens are exactly the server's usage, summed over the turns that were kept
     assert sum(r["tokens_in"] for r in recs) == sum(u[0] for u in recorder.usage)
@@ -70,4 +70,6 @@ def test_xdist_workers_find_the_server_through_the_environment(pytester: pytest.
     assert outcome_total(result) == 2 and result.parseoutcomes().get("errors", 0) == 0, result.stdout.str()
     recs = records(pytester)
     assert sorted(r["task"] for r in recs) == ["A1", "A5"]
-    assert all(r["turns"] >= 1 and r["tokens_in"] > 0 for r in recs)
+    assert all(r["turns"] >= 1 for r in recs)
+    assert all(r["tokens_in"] > 0 for r in recs
+               if any(t["finish_reason"] != "malformed" for t in r["trajectory"]["turns"]))
