@@ -130,7 +130,6 @@ def run_episode(
             call.malformed = call.result.get("error_type") == "invalid_arguments"
             messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
                              "content": json.dumps(call.result, sort_keys=True)})
-        traj.submissions = list(sandbox.submissions)
         if stop:
             termination = stop
             break

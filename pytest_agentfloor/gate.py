@@ -18,8 +18,8 @@ import numpy as np
 
 from .results import read_records
 from .stats.paired import PairedTest, apply_holm, paired_compare
+from .suite.schema import TIERS
 
-TIER_ORDER = ("A0", "A", "B", "C", "D", "E")
 _FLOOR = re.compile(r"^(?:tier_)?(A0|A|B|C|D|E|all)\s*>=\s*([0-9]*\.?[0-9]+)(%?)$")
 
 
@@ -114,11 +114,11 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
     for r in candidate:
         if r.get("infra_error"):
             infra[r["tier"]] = infra.get(r["tier"], 0) + 1
-    present = sorted({r["tier"] for r in candidate}, key=TIER_ORDER.index)
+    present = sorted({r["tier"] for r in candidate}, key=TIERS.index)
     gated = [t for t in (tiers or present)]
-    unknown = [t for t in gated if t not in TIER_ORDER]
+    unknown = [t for t in gated if t not in TIERS]
     if unknown:
-        raise GateError(f"--gate-tiers: unknown tier(s) {unknown}; valid: {', '.join(TIER_ORDER)}")
+        raise GateError(f"--gate-tiers: unknown tier(s) {unknown}; valid: {', '.join(TIERS)}")
     result = GateResult([], cand_models[0], baseline_model,
                         unpaired_candidate=len(set(cand) - set(base)), unpaired_baseline=len(set(base) - set(cand)))
     tests: list[PairedTest] = []

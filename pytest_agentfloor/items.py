@@ -28,6 +28,13 @@ def model_keyword(name: str) -> str:
     return "model_" + re.sub(r"\W", "_", name)
 
 
+def play(settings: Any, case: ResolvedCase, model: ModelConfig, provider: Any, run: int = 0) -> Trajectory:
+    """Run one episode of `case` with the session's budgets (items and the user fixture share this)."""
+    return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
+                       token_budget=settings.token_budget, timeout_s=settings.episode_timeout,
+                       remaining_steps=remaining_steps)
+
+
 class CaseFile(pytest.File):
     """One case file; its items are (variant, instance, run, model) combinations."""
 
@@ -100,11 +107,7 @@ class CaseItem(pytest.Item):
                                          instance=case.instance, run=self.run, model=self.model.name,
                                          tools=list(case.tools), termination="provider_error", error=str(exc))
         else:
-            self.trajectory = run_episode(
-                case, provider, model=self.model.name, run=self.run,
-                system_prompt=self.model.system_prompt, token_budget=settings.token_budget,
-                timeout_s=settings.episode_timeout, remaining_steps=remaining_steps,
-            )
+            self.trajectory = play(settings, case, self.model, provider, self.run)
         if self.trajectory.termination == "provider_error":
             self._save_record(None)
             raise InfrastructureError(f"infrastructure error ({self.model.provider}): {self.trajectory.error}")

@@ -15,9 +15,8 @@ import pytest
 
 from . import hookspec
 from .config import ModelConfig
-from .episode import run_episode
-from .grading import grade, remaining_steps
-from .items import CaseFile, CaseItem, InfrastructureError
+from .grading import grade
+from .items import CaseFile, CaseItem, InfrastructureError, play
 from .options import gate_spec, add_options, read_settings, settings_key
 from .providers.base import Provider
 from .session import AgentFloorSession, targets_cases
@@ -178,9 +177,7 @@ def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelCo
     def run(path: str | Path, variant: str = "v0", instance: str = "i0") -> tuple[Any, Any]:
         case, digest = load_case(Path(path))
         resolved = resolve(case, variant, instance, digest)
-        traj = run_episode(resolved, agentfloor_provider, model=agentfloor_model.name,
-                           system_prompt=agentfloor_model.system_prompt, token_budget=settings.token_budget,
-                           timeout_s=settings.episode_timeout, remaining_steps=remaining_steps)
+        traj = play(settings, resolved, agentfloor_model, agentfloor_provider)
         return traj, grade(resolved, traj, request.config.hook)
 
     return run

@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 __all__ = [
-    "Action", "Reply", "Status", "Stall", "Drop", "Raw", "Received", "FakeModelServer",
+    "Action", "Reply", "Status", "Stall", "Drop", "Raw", "Received", "FakeModelServer", "LoopbackServer",
     "reply", "status", "stall", "drop", "raw", "raw_tool_call",
     "OPENAI_PATH", "OLLAMA_PATH",
 ]
@@ -117,39 +117,26 @@ class Received:
     body: Any  # parsed JSON, or the raw text when it is not JSON
 
 
-class FakeModelServer:
-    """Threaded HTTP server on 127.0.0.1:<free port>; use as a context manager.
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1:<free port> in a daemon thread, with a queue of scripted
+    actions; use as a context manager. Subclasses name their handler class and the attribute under
+    which the handler finds its server object."""
 
-    `url` is the bare origin (http://127.0.0.1:PORT): Ollama clients use it as is, OpenAI
-    clients need `openai_url` (origin + "/v1"). When the queue is empty the `responder` is
-    asked, and without one the answer is a plain "done" text reply.
-    """
+    handler_class: type[BaseHTTPRequestHandler]
+    owner_attr: str
+    thread_name = "loopback-server"
 
-    def __init__(self, responder: Callable[[Any], Action] | None = None, *,
-                 default: Action | None = None, max_stall_s: float = 30.0):
-        self.responder = responder
-        self.default = default or Reply(content="done")
-        self.max_stall_s = max_stall_s
-        self.received: list[Received] = []
-        self.errors: list[BaseException] = []  # exceptions raised by the responder
-        self._queue: deque[Action] = deque()
+    def __init__(self) -> None:
+        self._queue: deque[Any] = deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._ids = itertools.count()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    # -- scripting ---------------------------------------------------------------------------
-    def push(self, *actions: Action) -> "FakeModelServer":
+    def push(self, *actions: Any) -> "LoopbackServer":
         with self._lock:
             self._queue.extend(actions)
         return self
-
-    @property
-    def requests(self) -> list[Any]:
-        """Every request body received so far, in order."""
-        with self._lock:
-            return [r.body for r in self.received]
 
     @property
     def url(self) -> str:
@@ -162,14 +149,13 @@ class FakeModelServer:
     def openai_url(self) -> str:
         return self.url + "/v1"
 
-    # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "FakeModelServer":
-        handler = type("_Handler", (_Handler,), {"fake": self})
+    def start(self) -> "LoopbackServer":
+        handler = type("_Handler", (self.handler_class,), {self.owner_attr: self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._stop.clear()
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-model-server", daemon=True)
+                                        name=self.thread_name, daemon=True)
         self._thread.start()
         return self
 
@@ -184,11 +170,39 @@ class FakeModelServer:
         self._httpd = None
         self._thread = None
 
-    def __enter__(self) -> "FakeModelServer":
+    def __enter__(self):  # noqa: ANN204 - returns the subclass
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class FakeModelServer(LoopbackServer):
+    """Answers OpenAI Chat Completions and Ollama /api/chat requests from scripted actions.
+
+    `url` is the bare origin (http://127.0.0.1:PORT): Ollama clients use it as is, OpenAI
+    clients need `openai_url` (origin + "/v1"). When the queue is empty the `responder` is
+    asked, and without one the answer is a plain "done" text reply.
+    """
+
+    owner_attr = "fake"
+    thread_name = "fake-model-server"
+
+    def __init__(self, responder: Callable[[Any], Action] | None = None, *,
+                 default: Action | None = None, max_stall_s: float = 30.0):
+        super().__init__()
+        self.responder = responder
+        self.default = default or Reply(content="done")
+        self.max_stall_s = max_stall_s
+        self.received: list[Received] = []
+        self.errors: list[BaseException] = []  # exceptions raised by the responder
+        self._ids = itertools.count()
+
+    @property
+    def requests(self) -> list[Any]:
+        """Every request body received so far, in order."""
+        with self._lock:
+            return [r.body for r in self.received]
 
     # -- internals ---------------------------------------------------------------------------
     def _next_action(self, body: Any) -> Action:
@@ -316,3 +330,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout) before we answered
+
+
+FakeModelServer.handler_class = _Handler

@@ -8,7 +8,7 @@ from typing import Any
 from ..suite.schema import ResolvedCase
 from ..trajectory import Trajectory
 from .failure import FAILURE_MODES, FAILURE_NAMES, TERMINAL_FLAGS, failure_mode, terminal_flag
-from .obligations import CHECKS, ORDER, Verdict, remaining_steps
+from .obligations import CHECKS, ORDER, Verdict, first_unmet, remaining_steps
 
 __all__ = ["FAILURE_MODES", "FAILURE_NAMES", "ORDER", "TERMINAL_FLAGS", "Grade", "Verdict", "grade",
            "remaining_steps"]
@@ -40,7 +40,7 @@ def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None) -> Grade:
     if hook:
         for extra in hook.pytest_agentfloor_extra_obligations(case=case, trajectory=traj):
             verdicts.extend(extra or [])
-    first = next((v for v in verdicts if not v.ok), None)
+    first = first_unmet(verdicts)
     if first is None:
         return Grade(True, verdicts)
     mode = hook.pytest_agentfloor_failure_mode(case=case, trajectory=traj, verdicts=verdicts) if hook else None

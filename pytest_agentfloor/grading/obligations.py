@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ..matching import equal, norm, subset
 from ..suite.schema import AnswerCheck, ResolvedCase
-from ..trajectory import ToolCall, Trajectory
+from ..trajectory import Trajectory
 
 ORDER: tuple[str, ...] = ("A", "S", "P", "Q", "E", "X", "G", "B", "C")
 NAMES: dict[str, str] = {
@@ -297,7 +297,3 @@ CHECKS: dict[str, Callable[[ResolvedCase, Trajectory], Verdict]] = {
 
 def first_unmet(verdicts: list[Verdict]) -> Verdict | None:
     return next((v for v in verdicts if not v.ok), None)
-
-
-def successful_calls(traj: Trajectory) -> list[ToolCall]:
-    return [c for c in traj.calls if c.ok]

