@@ -24,6 +24,10 @@ from .suite.schema import Case, ResolvedCase
 from .trajectory import Trajectory
 
 
+#: case id -> the file that defined it first in this process's collection
+case_ids_key = pytest.StashKey[dict[str, Path]]()
+
+
 def model_keyword(name: str) -> str:
     return "model_" + re.sub(r"\W", "_", name)
 
@@ -43,6 +47,10 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator["CaseItem"]:
         self.case, self.content_hash = load_case(self.path)
+        first = self.config.stash.setdefault(case_ids_key, {}).setdefault(self.case.id, self.path)
+        if first != self.path:  # records are keyed by case id: a second file would silently replace them
+            raise CaseError(self.path, [f"id: case id {self.case.id!r} is already defined in {first}; "
+                                        "every case file needs its own id"])
         self._resolved: dict[tuple[str, str], ResolvedCase] = {}
         settings = self.config.stash[settings_key]
         variants = [v for v in sorted(self.case.prompts, key=lambda v: int(v[1:]))
@@ -99,6 +107,10 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         """Run the episode; an endpoint that keeps failing makes the item an error, not a failure."""
         settings = self.config.stash[settings_key]
+        probed = settings.probes.get(self.model.name)
+        if probed and probed[0] == "error":  # a dead endpoint: nothing to measure, and no record
+            raise InfrastructureError(f"model {self.model.name!r} not run: the probe at session start failed: "
+                                      f"{probed[1]}")
         case = self.resolved_case
         try:
             provider = settings.provider(self.model)

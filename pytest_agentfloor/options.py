@@ -51,6 +51,8 @@ class Settings:
     run_log: RunLog | None = None
     cassettes: CassetteStore | None = None
     gate: "GateSpec | None" = None
+    #: this session's own directory under report_dir/sessions/ (runs.jsonl is written there)
+    session_dir: Path | None = None
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
@@ -65,7 +67,7 @@ class Settings:
 
     def log(self) -> RunLog:
         if self.run_log is None:
-            self.run_log = RunLog(self.report_dir / "runs.jsonl")
+            self.run_log = RunLog((self.session_dir or self.report_dir) / "runs.jsonl")
         return self.run_log
 
 

@@ -51,6 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         settings.resume_keys = set(config.workerinput.get("agentfloor_resume", ()))
         settings.probes = {k: tuple(v) for k, v in config.workerinput.get("agentfloor_probe", {}).items()}
+        if config.workerinput.get("agentfloor_session_dir"):
+            settings.session_dir = Path(config.workerinput["agentfloor_session_dir"])
         if "agentfloor_local_urls" in config.workerinput:
             from .local.session import apply_worker_urls
 
@@ -69,6 +71,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         provider.close()
     if settings.run_log:
         settings.run_log.close()
+    session = config.stash.get(session_key, None)
+    if session is not None:
+        session.close()
     if settings.cassettes:
         settings.cassettes.close()
     if settings.local_servers:
@@ -102,10 +107,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """With --resume, items already complete in runs.jsonl are deselected (their records still count)."""
     settings = config.stash[settings_key]
     if settings.probes and not settings.run_non_capable:
+        # only the paper's exclusions skip; a probe "error" (dead endpoint) fails the items in setup
         for item in items:
             if isinstance(item, CaseItem):
                 found = settings.probes.get(item.model.name)
-                if found and found[0] != "tool_capable":
+                if found and found[0] in ("text_leaked", "no_tools"):
                     item.add_marker(pytest.mark.skip(
                         reason=f"model {item.model.name!r} probed as {found[0]}: {found[1]} (--run-non-capable runs it)"))
     if not settings.resume_keys:
@@ -127,6 +133,7 @@ def pytest_configure_node(node: Any) -> None:
     settings = node.config.stash[settings_key]
     node.workerinput["agentfloor_resume"] = sorted(settings.resume_keys)
     node.workerinput["agentfloor_probe"] = {k: list(v) for k, v in settings.probes.items()}
+    node.workerinput["agentfloor_session_dir"] = str(settings.session_dir or "")
     if settings.local_servers:
         from .local.session import WORKERINPUT_KEY, worker_urls
 

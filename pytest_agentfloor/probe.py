@@ -12,6 +12,11 @@ reason named:
 - ``error``: the request failed (ProviderError), the payload could not be read (MalformedReply),
   or anything else went wrong.
 
+Only ``text_leaked`` and ``no_tools`` are the paper's exclusions (the model's items are skipped).
+An ``error`` says nothing about the model: it is a dead endpoint, a wrong key or an unknown model
+name, so the model's items become pytest errors naming the endpoint and the cause (see
+:func:`endpoint_hint`), and the run exits non-zero.
+
 `classify` is the pure decision (a Reply or an exception in, a ProbeResult out); `probe` only
 sends the one request and hands the outcome to it.
 """
@@ -76,6 +81,32 @@ def _short(text: str | None, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+_HTTP = re.compile(r"\bHTTP (\d{3})\b")
+
+
+def endpoint_hint(cause: str, *, model: str = "", name: str = "", api_key_env: str | None = None) -> str:
+    """What to check for an endpoint failure, from the cause text of a ProviderError ('' if nothing useful)."""
+    low = cause.lower()
+    m = _HTTP.search(cause)
+    code = int(m.group(1)) if m else None
+    where = f"models.{name}." if name else ""
+    if code in (401, 403):
+        if api_key_env:
+            return f"the server refused the API key: check environment variable {api_key_env} ({where}api_key_env)"
+        return f"the server wants an API key: set {where}api_key_env to the name of the variable holding it"
+    if code == 404:
+        return f"the server does not know model {model!r} (or {where}base_url is not the API root): check {where}model"
+    if code is not None and code >= 500:
+        return "the server failed (HTTP 5xx): check its logs; is the model loaded?"
+    if "refused" in low:
+        return f"nothing listens there: is the server running, and is {where}base_url right?"
+    if "timed out" in low:
+        return f"no answer in time: is the server overloaded or still loading? ({where}timeout_s raises the limit)"
+    if "could not be resolved" in low:
+        return f"the host name of {where}base_url does not resolve"
+    return ""
+
+
 def classify(reply: Reply | None, error: BaseException | None = None, *,
              tool: str = PROBE_TOOL, latency_s: float | None = None) -> ProbeResult:
     """The probe's verdict for one reply (or the exception that came instead of one)."""
@@ -112,10 +143,19 @@ def classify(reply: Reply | None, error: BaseException | None = None, *,
 
 
 def probe(provider: Provider) -> ProbeResult:
-    """Send the probe request once and classify the outcome; never raises."""
+    """Send the probe request once and classify the outcome; never raises.
+
+    An endpoint failure's detail ends with what to check (key variable, model name, server).
+    """
     start = time.perf_counter()
     try:
         reply = provider.complete(probe_messages(), probe_tools(), case=None)  # type: ignore[arg-type]
     except Exception as exc:  # every failure is a classification, not a crash
-        return classify(None, exc, latency_s=time.perf_counter() - start)
+        result = classify(None, exc, latency_s=time.perf_counter() - start)
+        cfg = getattr(provider, "config", None)
+        if isinstance(exc, ProviderError) and cfg is not None:
+            hint = endpoint_hint(exc.cause, model=cfg.model, name=cfg.name, api_key_env=cfg.api_key_env)
+            if hint:
+                result = ProbeResult(result.classification, f"{result.detail} -- {hint}", result.latency_s)
+        return result
     return classify(reply, None)

@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import __version__
 from .corpus import completed_records
 from .options import Settings
+from .reportdir import SESSION_FILE, ReportDirBusy, ReportDirLock, new_session_id, publish, resume_source, session_dir
 from .results import PROPERTY_FIELDS
+from .runinfo import narrowing, selection, stop_reason
+
+_PROBE_SKIP = re.compile(r"model '(?P<model>.+?)' probed as (?P<cls>text_leaked|no_tools): (?P<detail>.*) \(--run-non")
+_PROBE_ERROR = "the probe at session start failed"
 
 
 # -- controller-side aggregation ----------------------------------------------------------
@@ -34,20 +42,6 @@ def targets_cases(config: pytest.Config) -> bool:
     return False
 
 
-def archive(path: Path) -> Path:
-    """Move an earlier session's runs.jsonl to history/, named by when it was last written."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(path.stat().st_mtime))
-    history = path.parent / "history"
-    history.mkdir(exist_ok=True)
-    target = history / f"runs-{stamp}.jsonl"
-    n = 1
-    while target.exists():
-        n += 1
-        target = history / f"runs-{stamp}-{n}.jsonl"
-    path.replace(target)
-    return target
-
-
 class AgentFloorSession:
     """Controller-only: gathers records from reports and reports at session end."""
 
@@ -61,12 +55,46 @@ class AgentFloorSession:
         self.other_failures = 0
         self.gate_result: Any = None
         self.gate_error: str | None = None
-        path = settings.report_dir / "runs.jsonl"
+        self.session_id = new_session_id()
+        self.started = time.time()
+        settings.session_dir = session_dir(settings.report_dir, self.session_id)
+        self.collection_errors = 0
+        self.outcomes: set[str] = set()  # node ids of the items that reached an outcome
+        self.probe_skips: Counter[tuple[str, str, str]] = Counter()
+        self.probe_errors: Counter[str] = Counter()
+        self.run: dict[str, Any] | None = None  # session.json, once the session has finished
+        self.summary: Any = None
+        self.report_error: str | None = None
+        self.published: tuple[bool, str | None] | None = None
+        self.lock: ReportDirLock | None = None
         if settings.resume:
-            self.previous, self.problems = completed_records(path)
+            self.previous, self.problems = completed_records(resume_source(settings.report_dir))
             settings.resume_keys = set(self.previous)
-        elif path.exists() and targets_cases(config) and not config.option.collectonly:
-            archive(path)
+        if targets_cases(config) and not config.option.collectonly:
+            self._take_report_dir()
+
+    def _take_report_dir(self) -> None:
+        """Hold the report dir for this session: a second session there gets a clear error."""
+        lock = ReportDirLock(self.settings.report_dir, self.session_id)
+        try:
+            lock.acquire()
+        except ReportDirBusy as exc:
+            raise pytest.UsageError(f"--report-dir: {exc}") from None
+        self.lock = lock
+        from .reportdir import point_latest
+
+        st = self.settings
+        assert st.session_dir is not None
+        st.session_dir.mkdir(parents=True, exist_ok=True)
+        point_latest(st.report_dir, self.session_id)  # an interrupted session is found (and resumed) there
+        # a resumed session continues the earlier one: its runs.jsonl alone must hold every result
+        for record in self.previous.values():
+            st.log().append(record)
+
+    def close(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -104,9 +132,10 @@ class AgentFloorSession:
             result = probe(st.provider(model))
             st.probes[model.name] = (result.classification, result.detail)
         if st.probes:
-            st.report_dir.mkdir(parents=True, exist_ok=True)
+            out = st.session_dir or st.report_dir
+            out.mkdir(parents=True, exist_ok=True)
             data = {k: {"classification": c, "detail": d} for k, (c, d) in sorted(st.probes.items())}
-            (st.report_dir / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            (out / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def all_records(self) -> list[dict[str, Any]]:
         """This session's records plus those of the items it resumed."""
@@ -119,13 +148,60 @@ class AgentFloorSession:
             self.records.append(props)
         elif report.failed:
             self.other_failures += 1
+        is_case = ".toml::" in report.nodeid
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.outcomes.add(report.nodeid)
+        if is_case and report.when == "setup" and report.skipped and isinstance(report.longrepr, tuple):
+            m = _PROBE_SKIP.search(str(report.longrepr[2]))
+            if m:
+                self.probe_skips[(m["model"], m["cls"], m["detail"])] += 1
+        if is_case and report.when == "setup" and report.failed and _PROBE_ERROR in str(report.longrepr):
+            m = re.search(r"model '(.+?)' not run", str(report.longrepr))
+            self.probe_errors[m.group(1) if m else "?"] += 1
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.other_failures += 1
+            self.collection_errors += 1
+
+    # -- session end: what ran, the gate, the report files ----------------------------------
+    def _run_info(self, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
+        """session.json: the session id, its selection and COMPLETE or PARTIAL with the reasons."""
+        sel = selection(self.config, self.settings)
+        reasons = narrowing(sel, Path(self.config.invocation_params.dir).resolve())
+        stopped = stop_reason(session, exitstatus)
+        if stopped:
+            reasons.append(stopped)
+        if self.collection_errors:
+            reasons.append(f"{self.collection_errors} collection error(s)")
+        for model, n in sorted(self.probe_errors.items()):
+            reasons.append(f"model {model}: endpoint failed the probe, {n} item(s) not run")
+        expected = int(getattr(session, "testscollected", 0) or 0)
+        ran = len(self.outcomes)
+        if not stopped and expected > ran and ran:
+            reasons.append(f"{expected - ran} of {expected} collected item(s) did not run")
+        return {
+            "session_id": self.session_id,
+            "plugin_version": __version__,
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
+            "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "complete": not reasons,
+            "partial_reasons": reasons,
+            "selection": sel,
+            "resumed_items": len(self.resumed),
+            "exit_status": int(exitstatus),
+        }
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Settle what ran (before the gate, which refuses partial runs), gate, write and publish."""
+        if not self.config.option.collectonly:
+            self.run = self._run_info(session, exitstatus)
+        self._gate(session, exitstatus)
+        if self.run is not None and (self.lock is not None or self.records or self.resumed):
+            self._finish_files()
+
+    def _gate(self, session: pytest.Session, exitstatus: int) -> None:
         """With --baseline, the exit status is the gate's verdict: item failures are measurements."""
         spec = self.settings.gate
         if spec is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -142,39 +218,113 @@ class AgentFloorSession:
         ok = self.gate_result is not None and self.gate_result.passed and self.other_failures == 0
         session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for problem in self.problems:
-            terminalreporter.write_line(f"agentfloor: {problem}", yellow=True)
-        for name, (cls, detail) in sorted(self.settings.probes.items()):
-            terminalreporter.write_line(f"agentfloor: probe {name}: {cls}" + ("" if cls == "tool_capable" else f" ({detail})"),
-                                        green=cls == "tool_capable", yellow=cls != "tool_capable")
-        if self.resumed:
-            terminalreporter.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
+    def _finish_files(self) -> None:
+        """Complete this session's directory (resumed records, session.json, reports) and publish it.
+
+        The session's runs.jsonl then holds every record its reports count, so it stands alone
+        (a later --resume or ``report`` rebuild needs nothing else). A failure in the statistics
+        loses no record: runs.jsonl and session.json are written first.
+        """
+        from .reportdir import point_latest
+
+        st, run = self.settings, self.run
+        assert run is not None and st.session_dir is not None
+        if self.lock is None:  # a run that did not look like a benchmark run at the start, but wrote records
+            try:
+                self._take_report_dir()
+            except pytest.UsageError as exc:
+                self.report_error = str(exc)
+                return
+        st.session_dir.mkdir(parents=True, exist_ok=True)
+        if st.run_log is not None:
+            st.run_log.close()
+        unused = set(self.previous) - self.resumed
+        if unused:  # earlier records of items this session did not select: not part of its result
+            self._drop_records(st.session_dir / "runs.jsonl", unused)
+        (st.session_dir / SESSION_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
         records = self.all_records()
-        if self.settings.report_mode != "none" and records:
-            self._report(terminalreporter, records)
-        if self.settings.gate is not None:
-            self._report_gate(terminalreporter)
+        if st.report_mode != "none" and records:
+            from .report import build_summary, write_reports
 
-    def _report(self, tr: Any, records: list[dict[str, Any]]) -> None:
-        """Statistics, terminal tables and (mode all) report files; a failure here loses no record."""
-        from .report import build_summary, render_summary, write_reports
-
-        st = self.settings
-        meta = {m.name: m.public() for m in st.models.values()}
-        opts = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
-                    cluster=st.cluster)
+            meta = {m.name: m.public() for m in st.models.values()}
+            opts = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
+                        cluster=st.cluster)
+            try:
+                if st.report_mode == "all":
+                    probe = {name: cls for name, (cls, _) in st.probes.items()}
+                    self.summary = write_reports(records, meta, st.session_dir, probe=probe, run=run, **opts)
+                else:
+                    self.summary = build_summary(records, meta, **opts)[0]
+            except (ValueError, OSError) as exc:
+                self.report_error = f"could not build the reports ({exc}); runs.jsonl is intact"
         try:
-            if st.report_mode == "all":
-                probe = {name: cls for name, (cls, _) in st.probes.items()}
-                summary = write_reports(records, meta, st.report_dir, probe=probe, **opts)
-            else:
-                summary = build_summary(records, meta, **opts)[0]
-        except (ValueError, OSError) as exc:
-            tr.write_line(f"agentfloor: could not build the reports ({exc}); runs.jsonl is intact", red=True)
-            return
-        render_summary(tr, records, summary, mode=st.report_mode,
-                       out_dir=st.report_dir if st.report_mode == "all" else None)
+            self.published = publish(st.report_dir, self.session_id, bool(run["complete"]))
+        except OSError as exc:
+            point_latest(st.report_dir, self.session_id)
+            self.report_error = f"could not publish the session's files to {st.report_dir} ({exc})"
+
+    @staticmethod
+    def _drop_records(path: Path, keys: set[str]) -> None:
+        from .corpus import config_fingerprint, resume_key
+        from .report.files import atomic_write
+
+        kept = []
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+            try:
+                r = json.loads(line)
+                key = resume_key(r["model"], r["task"], r["variant"], r["instance"], r["run"], r["case_hash"],
+                                 config_fingerprint(r["config"]))
+            except (ValueError, KeyError, TypeError):
+                key = None
+            if key not in keys:
+                kept.append(line)
+        atomic_write(path, "".join(kept))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tr = terminalreporter
+        for problem in self.problems:
+            tr.write_line(f"agentfloor: {problem}", yellow=True)
+        for name, (cls, detail) in sorted(self.settings.probes.items()):
+            tr.write_line(f"agentfloor: probe {name}: {cls}" + ("" if cls == "tool_capable" else f" ({detail})"),
+                          green=cls == "tool_capable", yellow=cls in ("text_leaked", "no_tools"), red=cls == "error")
+        for (model, cls, detail), n in sorted(self.probe_skips.items()):
+            tr.write_line(f"agentfloor: WARNING {n} item(s) of model {model} skipped: the probe classed it "
+                          f"{cls} ({detail}); --run-non-capable runs them", yellow=True, bold=True)
+        if self.resumed:
+            tr.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
+        if self.report_error:
+            tr.write_line(f"agentfloor: {self.report_error}", red=True)
+        records = self.all_records()
+        if self.settings.report_mode != "none" and records and self.summary is not None:
+            from .report import render_summary
+
+            render_summary(tr, records, self.summary, mode=self.settings.report_mode,
+                           out_dir=self.files_dir() if self.settings.report_mode == "all" else None)
+        if self.run is not None and (records or self.published is not None):
+            complete = bool(self.run["complete"])
+            tr.write_line(f"agentfloor: {self.run_text()}", green=complete, yellow=not complete, bold=not complete)
+        if self.published is not None:
+            tr.write_line(f"agentfloor: {self.where_text()}")
+        if self.settings.gate is not None:
+            self._report_gate(tr)
+
+    def run_text(self) -> str:
+        from .report.files import run_line
+
+        return run_line(self.run) or f"session {self.session_id}"
+
+    def files_dir(self) -> Path:
+        st = self.settings
+        return st.report_dir if self.published and self.published[0] else (st.session_dir or st.report_dir)
+
+    def where_text(self) -> str:
+        st = self.settings
+        assert self.published is not None and st.session_dir is not None
+        published, kept = self.published
+        if published:
+            return f"session {self.session_id}: files in {st.session_dir}, published to {st.report_dir}"
+        return (f"session {self.session_id} is PARTIAL: its files are in {st.session_dir} ({st.report_dir / 'latest'}); "
+                f"{st.report_dir} still shows the COMPLETE session {kept}")
 
     def _report_gate(self, tr: Any) -> None:
         spec, result = self.settings.gate, self.gate_result

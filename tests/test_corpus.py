@@ -33,7 +33,7 @@ def table(result: pytest.RunResult) -> list[str]:
 
 
 def runs(pytester: pytest.Pytester) -> list[dict]:
-    path = pytester.path / "reports" / "runs.jsonl"
+    path = pytester.path / "reports" / "latest" / "runs.jsonl"  # the latest session's, even when it was killed
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 

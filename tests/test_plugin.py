@@ -174,8 +174,8 @@ def test_xdist_totals_equal_serial_totals(bench: pytest.Pytester) -> None:
     assert serial.parseoutcomes()["failed"] == parallel.parseoutcomes()["failed"]
     assert serial_table and serial_table == parallel_table
     assert serial_records == parallel_records
-    kept = list((bench.path / "reports" / "history").glob("runs-*.jsonl"))  # earlier sessions' records are kept
-    assert len(kept) == 1 and len(kept[0].read_text().splitlines()) == len(serial_records)
+    sessions = sorted((bench.path / "reports" / "sessions").iterdir())  # every session keeps its own files
+    assert len(sessions) == 2 and len((sessions[0] / "runs.jsonl").read_text().splitlines()) == len(serial_records)
 
 
 def test_plugin_can_be_disabled(bench: pytest.Pytester) -> None:

@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..reportdir import read_session
 from ..results import read_records
 from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, read_probe, write_reports
 
@@ -65,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = write_reports(records, meta, out, reference=args.reference, margin_pp=args.margin,
                                 n_boot=args.n_boot, seed=args.seed, infra_as_failure=args.infra_as_failure,
-                                cluster=args.cluster, probe=read_probe(args.runs.parent / "probe.json"))
+                                cluster=args.cluster, probe=read_probe(args.runs.parent / "probe.json"),
+                                run=read_session(args.runs.parent))
     except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -187,9 +187,31 @@ def read_probe(path: Path) -> dict[str, str] | None:
     return {name: str(entry.get("classification")) for name, entry in data.items() if isinstance(entry, dict)}
 
 
+def run_line(run: Mapping[str, Any] | None) -> str | None:
+    """One line saying which session the report describes and whether that run is COMPLETE.
+
+    ``run``: the session's ``session.json`` (see :mod:`pytest_agentfloor.runinfo`); None for
+    records without one (e.g. a runs.jsonl assembled by hand), which says nothing.
+    """
+    if not run:
+        return None
+    state = "COMPLETE" if run.get("complete") else "PARTIAL"
+    reasons = list(run.get("partial_reasons") or [])
+    sel = run.get("selection") or {}
+    bits = [f"session {run.get('session_id', '?')}", state + (f" ({'; '.join(reasons)})" if reasons else "")]
+    if sel.get("models"):
+        bits.append("models " + ", ".join(sel["models"]))
+    if sel.get("paths"):
+        bits.append("paths " + " ".join(sel["paths"]))
+    return " · ".join(bits)
+
+
 def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
-                 runs: list[dict[str, Any]] | None = None, probe: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The text of every report file, by file name."""
+                 runs: list[dict[str, Any]] | None = None, probe: Mapping[str, str] | None = None,
+                 run: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The text of every report file, by file name; ``run`` (session.json) heads each of them."""
+    from html import escape
+
     from ..stats.serialize import to_jsonable
     from .html import render_html
     from .markdown import render_markdown
@@ -199,21 +221,33 @@ def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
         data["runs"] = runs
     if probe:
         data["probe"] = dict(sorted(probe.items()))
+    if run:
+        data["run"] = dict(run)
+    md, html = render_markdown(summary, meta), render_html(summary, meta)
+    line = run_line(run)
+    if line is not None:
+        head, _, rest = md.partition("\n")
+        md = f"{head}\n\n**Run:** {line}\n{rest}"
+        state = "complete" if run and run.get("complete") else "partial"
+        html = html.replace("</header>\n", f'</header>\n<p class="run {state}"><strong>Run:</strong> '
+                            f"{escape(line)}</p>\n", 1)
     return {
         "summary.json": json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "tcr.csv": tcr_csv(summary),
-        "report.md": render_markdown(summary, meta),
-        "report.html": render_html(summary, meta),
+        "report.md": md,
+        "report.html": html,
     }
 
 
 def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str, Any]] | None, out_dir: Path, *,
                   reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
                   infra_as_failure: bool = False, cluster: str | None = None,
-                  probe: Mapping[str, str] | None = None) -> Summary:
+                  probe: Mapping[str, str] | None = None, run: Mapping[str, Any] | None = None) -> Summary:
     """Aggregate ``records`` and write :data:`REPORT_FILES` into ``out_dir``; return the Summary.
 
     ``probe``: the session-start probe classification of each model (kept in summary.json).
+    ``run``: the session's session.json (id, selection, COMPLETE/PARTIAL): ``summary.json["run"]``
+    and the first line of report.md and report.html.
 
     ``records``: full runs.jsonl records or compact user_properties dicts (identical results).
     ``models_meta``: ``{model: public config}`` (e.g. ``{m.name: m.public()}``) or the output of
@@ -224,7 +258,7 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
                                   seed=seed, infra_as_failure=infra_as_failure, cluster=cluster)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in render_files(summary, meta, run_outcomes(records), probe).items():
+    for name, text in render_files(summary, meta, run_outcomes(records), probe, run).items():
         atomic_write(out_dir / name, text)
     return summary
 

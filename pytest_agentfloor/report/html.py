@@ -49,6 +49,8 @@ p.sub { color: var(--muted); margin: 0 0 8px; }
 p.note { color: var(--muted); font-size: 12.5px; margin: 6px 0 0; max-width: 1100px; }
 .warn { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 8px 12px; margin: 12px 0; }
 .warn ul { margin: 4px 0 0 18px; padding: 0; }
+p.run { margin: 8px 0; padding: 6px 12px; border-radius: 6px; border: 1px solid var(--muted); }
+p.run.partial { background: #fff8c5; border-color: #d4a72c; }
 .chart { overflow-x: auto; }
 svg { display: block; font-family: FONT; }
 .scroll { overflow-x: auto; margin-top: 8px; }

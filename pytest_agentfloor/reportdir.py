@@ -1,0 +1,163 @@
+"""The report directory's layout: one directory per session, a lock, and what the top level shows.
+
+    reports/
+      sessions/<session id>/   runs.jsonl, session.json, probe.json, summary.json, tcr.csv, report.*
+      latest -> sessions/<id>  the most recent session (symlink)
+      runs.jsonl, summary.json, report.html, ...   the published session (see :func:`publish`)
+      .agentfloor.lock         held (flock) by the session that is running
+
+A session writes only inside its own directory while it runs, so nothing live is ever moved or
+overwritten. At the end its files are *published* to the top level as one set (every published
+name is replaced or removed, so runs.jsonl and the report files always belong to the same
+session), except that a PARTIAL session never replaces a COMPLETE one's files: it stays in its
+own directory, and ``latest`` points at it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+SESSIONS = "sessions"
+LATEST = "latest"
+LOCK = ".agentfloor.lock"
+SESSION_FILE = "session.json"
+#: the files one session leaves behind; the top level holds one session's set of them
+PUBLISHED: tuple[str, ...] = ("runs.jsonl", SESSION_FILE, "probe.json", "summary.json", "tcr.csv", "report.md",
+                              "report.html")
+
+
+class ReportDirBusy(Exception):
+    """Another session holds the report directory."""
+
+
+def new_session_id() -> str:
+    """Sortable and unique: UTC start time to the millisecond plus four random hex digits."""
+    now = time.time()
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(now))}.{int(now * 1000) % 1000:03d}-{secrets.token_hex(2)}"
+
+
+def session_dir(report_dir: Path, session_id: str) -> Path:
+    return Path(report_dir) / SESSIONS / session_id
+
+
+class ReportDirLock:
+    """An exclusive flock on ``<report dir>/.agentfloor.lock`` for the whole session.
+
+    flock locks belong to the open file, so a second session conflicts even in the same process
+    (pytester). The file is never deleted (deleting a lock file races with its next taker); it
+    holds the current holder's session id and pid for the error message.
+    """
+
+    def __init__(self, report_dir: Path, session_id: str):
+        self.path = Path(report_dir) / LOCK
+        self.session_id = session_id
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another session"
+            os.close(fd)
+            raise ReportDirBusy(
+                f"report dir {self.path.parent} is in use by {holder}; wait for it to finish, or give this "
+                "run its own directory with --report-dir DIR") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"session {self.session_id} (pid {os.getpid()})\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_session(directory: Path) -> dict[str, Any] | None:
+    """The session.json in ``directory``, or None (missing or unreadable)."""
+    try:
+        data = json.loads((Path(directory) / SESSION_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def resume_source(report_dir: Path) -> Path:
+    """The runs.jsonl that --resume continues: the latest session's, else the top level's."""
+    latest = Path(report_dir) / LATEST / "runs.jsonl"
+    return latest if latest.is_file() else Path(report_dir) / "runs.jsonl"
+
+
+def _place(src: Path, dst: Path) -> None:
+    """Put a copy of ``src`` at ``dst`` atomically (a hard link when possible: no bytes copied)."""
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    try:
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(src, tmp)
+        except OSError:
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _adopt_legacy(report_dir: Path) -> Path | None:
+    """Top-level files written before sessions existed move into a session directory of their own."""
+    top = Path(report_dir)
+    if read_session(top) is not None or not (top / "runs.jsonl").exists():
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime((top / "runs.jsonl").stat().st_mtime))
+    target = session_dir(top, f"{stamp}-legacy")
+    target.mkdir(parents=True, exist_ok=True)
+    for name in PUBLISHED:
+        if (top / name).exists():
+            os.replace(top / name, target / name)
+    return target
+
+
+def point_latest(report_dir: Path, session_id: str) -> None:
+    """``<report dir>/latest`` -> ``sessions/<id>`` (replaced atomically; skipped where symlinks fail)."""
+    link = Path(report_dir) / LATEST
+    tmp = link.with_name(f".{LATEST}.{os.getpid()}.tmp")
+    try:
+        tmp.unlink(missing_ok=True)
+        os.symlink(Path(SESSIONS) / session_id, tmp)
+        os.replace(tmp, link)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def publish(report_dir: Path, session_id: str, complete: bool) -> tuple[bool, str | None]:
+    """Make the top level show this session's files, unless that would hide a COMPLETE run.
+
+    Returns (published, id of the complete session kept at the top level when not published).
+    Must be called with the report dir lock held.
+    """
+    top = Path(report_dir)
+    sdir = session_dir(top, session_id)
+    point_latest(top, session_id)
+    current = read_session(top)
+    if not complete and current is not None and current.get("complete") and current.get("session_id") != session_id:
+        return False, str(current.get("session_id"))
+    _adopt_legacy(top)
+    # session.json last in, first out: a reader that sees it sees the rest of the same set
+    (top / SESSION_FILE).unlink(missing_ok=True)
+    for name in PUBLISHED:
+        if name != SESSION_FILE:
+            if (sdir / name).exists():
+                _place(sdir / name, top / name)
+            else:
+                (top / name).unlink(missing_ok=True)
+    if (sdir / SESSION_FILE).exists():
+        _place(sdir / SESSION_FILE, top / SESSION_FILE)
+    return True, None

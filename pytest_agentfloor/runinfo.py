@@ -1,0 +1,86 @@
+"""What a session ran: its selection, and whether the run is COMPLETE or PARTIAL and why.
+
+Every report file carries this (``summary.json["run"]``), so a table never claims more than the
+run behind it. A run is PARTIAL when its selection is narrower than the full case set (``-k``,
+``-m``, node ids, case files or tier directories instead of the case root, ``--deselect``,
+``--lf``, ``--variants``, ``--instances``) or when it did not run all it selected (``-x`` /
+``--maxfail`` stop, interrupt, collection errors, a model whose endpoint failed the probe).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _rel(path: str, base: Path) -> str:
+    head, sep, tail = path.partition("::")
+    try:
+        head = str(Path(head).resolve().relative_to(base))
+    except ValueError:
+        pass
+    return head + sep + tail
+
+
+def _narrow_path(arg: str, base: Path) -> bool:
+    """A node id, a case file or a tier directory is narrower than a case root."""
+    if "::" in arg:
+        return True
+    p = (base / arg).resolve()
+    return p.is_file() or (p.is_dir() and p.name.startswith("tier_"))
+
+
+def selection(config: pytest.Config, settings: Any) -> dict[str, Any]:
+    """The options that decide which items run, as given (no secrets: models by name only)."""
+    base = Path(config.invocation_params.dir).resolve()
+    opt = config.option
+    return {
+        "paths": [_rel(str(a), base) for a in config.args],
+        "keyword": getattr(opt, "keyword", "") or None,
+        "markexpr": getattr(opt, "markexpr", "") or None,
+        "deselect": list(getattr(opt, "deselect", None) or []),
+        "last_failed": bool(getattr(opt, "lf", False)),
+        "stepwise": bool(getattr(opt, "stepwise", False)),
+        "maxfail": int(getattr(opt, "maxfail", 0) or 0),
+        "models": [m.name for m in settings.selected],
+        "variants": "all" if settings.variants is None else sorted(settings.variants, key=lambda v: int(v[1:])),
+        "instances": "all" if settings.instances is None else sorted(settings.instances, key=lambda i: int(i[1:])),
+        "runs": settings.runs,
+        "resume": bool(settings.resume),
+    }
+
+
+def narrowing(sel: dict[str, Any], base: Path) -> list[str]:
+    """Why the selection is narrower than the full case set (empty: it is the full set)."""
+    out = []
+    narrow = [p for p in sel["paths"] if _narrow_path(p, base)]
+    if narrow:
+        out.append("selection narrower than the case set: " + ", ".join(narrow))
+    if sel["keyword"]:
+        out.append(f"-k {sel['keyword']!r}")
+    if sel["markexpr"]:
+        out.append(f"-m {sel['markexpr']!r}")
+    if sel["deselect"]:
+        out.append(f"--deselect ({len(sel['deselect'])})")
+    if sel["last_failed"]:
+        out.append("--lf (last failures only)")
+    if sel["stepwise"]:
+        out.append("--sw (stepwise)")
+    if sel["variants"] != "all":
+        out.append("--variants " + ",".join(sel["variants"]))
+    if sel["instances"] != "all":
+        out.append("--instances " + ",".join(sel["instances"]))
+    return out
+
+
+def stop_reason(session: pytest.Session, exitstatus: int) -> str | None:
+    """Why the session ended before running everything, if it did (-x/--maxfail, interrupt)."""
+    dsession = session.config.pluginmanager.getplugin("dsession")  # xdist's controller loop
+    stopped = getattr(dsession, "shouldstop", None) or session.shouldfail or session.shouldstop
+    if stopped:
+        return f"stopped early: {stopped}"
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "interrupted"
+    return None
