@@ -34,14 +34,16 @@ SCRIPTED_POLICIES: tuple[str, ...] = (
 
 class Pricing(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    hourly_usd: float | None = Field(None, ge=0, description="amortised hardware cost per hour of wall time")
+    hourly_usd: float | None = Field(None, ge=0, description="amortised hardware cost per hour the model is busy "
+                                     "serving requests (see docs/reports.md)")
     input_per_mtok: float | None = Field(None, ge=0)
     output_per_mtok: float | None = Field(None, ge=0)
 
-    def cost(self, tokens_in: int, tokens_out: int, wall_s: float) -> float:
+    def cost(self, tokens_in: int, tokens_out: int, busy_s: float) -> float:
+        """``busy_s``: the time the model was busy serving the run (Trajectory.busy_s), not wall time."""
         usd = 0.0
         if self.hourly_usd is not None:
-            usd += self.hourly_usd * wall_s / 3600.0
+            usd += self.hourly_usd * busy_s / 3600.0
         if self.input_per_mtok is not None:
             usd += self.input_per_mtok * tokens_in / 1e6
         if self.output_per_mtok is not None:

@@ -80,7 +80,8 @@ def run_episode(
             termination, traj.error = "malformed_call", str(exc)
             break
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
-                    tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s)
+                    tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
+                    busy_s=reply.busy_s)
         traj.turns.append(turn)
         tokens += reply.tokens_in + reply.tokens_out
         if reply.finish_reason == "length":

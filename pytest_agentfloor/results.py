@@ -53,7 +53,10 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "tokens_out": traj.tokens_out,
         "latency_s": round(traj.latency_s, 6),
         "wall_s": round(traj.wall_s, 6),
-        "cost_usd": round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.wall_s), 10),
+        "busy_s": round(traj.busy_s, 6),
+        # hourly pricing charges the time the model was busy serving the episode, not the item's
+        # wall clock (which grows with -n when workers queue on one server)
+        "cost_usd": round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10),
         "error": traj.error,
         "case_hash": case.content_hash,
         "config": config.public(),

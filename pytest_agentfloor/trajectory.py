@@ -48,6 +48,7 @@ class Turn(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
     latency_s: float = 0.0
+    busy_s: float | None = Field(None, description="server-reported processing time (None: not reported)")
     leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
 
 
@@ -85,6 +86,12 @@ class Trajectory(BaseModel):
     @property
     def latency_s(self) -> float:
         return sum(t.latency_s for t in self.turns)
+
+    @property
+    def busy_s(self) -> float:
+        """Time the model was busy serving this episode: the server's own processing time of each
+        request where it reports one, else the request's latency (which then includes any queueing)."""
+        return sum(t.latency_s if t.busy_s is None else t.busy_s for t in self.turns)
 
     def compact(self, limit: int = 12) -> str:
         """One line per turn, for failure messages."""

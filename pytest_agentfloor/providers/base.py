@@ -34,6 +34,17 @@ class Reply:
     tokens_in: int = 0
     tokens_out: int = 0
     latency_s: float = 0.0
+    #: the server's own processing time for this request (llama.cpp ``timings``, Ollama durations),
+    #: without time spent queued behind other requests; None when the server does not report it
+    busy_s: float | None = None
+
+
+def busy_seconds(*parts: object, scale: float) -> float | None:
+    """Sum of server-reported durations (times ``scale`` to seconds), or None unless all are sane numbers."""
+    vals = [p for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool)]
+    if len(vals) != len(parts) or any(v != v or v < 0 for v in vals):
+        return None
+    return float(sum(vals)) * scale
 
 
 class ProviderError(Exception):

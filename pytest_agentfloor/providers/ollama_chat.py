@@ -23,7 +23,7 @@ import ollama
 import pydantic
 
 from ..config import strip_credentials
-from .base import MalformedReply, ProviderError, Reply, ToolCallOut, calls_so_far, with_retries
+from .base import MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, with_retries
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -200,6 +200,8 @@ class OllamaProvider:
             tokens_in=resp.prompt_eval_count or 0,
             tokens_out=resp.eval_count or 0,
             latency_s=latency,
+            # prompt evaluation plus generation, in ns: the server's work, not the time queued
+            busy_s=busy_seconds(resp.prompt_eval_duration, resp.eval_duration, scale=1e-9),
         )
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from ..config import strip_credentials
-from .base import MalformedReply, ProviderError, Reply, ToolCallOut, calls_so_far, with_retries
+from .base import MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, with_retries
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -171,6 +171,9 @@ class OpenAIProvider:
         else:
             finish = "stop"
         usage = getattr(resp, "usage", None)
+        timings = getattr(resp, "timings", None)  # llama.cpp's server: its processing time, queueing excluded
+        busy = busy_seconds(timings.get("prompt_ms"), timings.get("predicted_ms"), scale=1e-3) \
+            if isinstance(timings, dict) else None
         return Reply(
             content=content,
             tool_calls=calls,
@@ -178,6 +181,7 @@ class OpenAIProvider:
             tokens_in=_int(getattr(usage, "prompt_tokens", 0)),
             tokens_out=_int(getattr(usage, "completion_tokens", 0)),
             latency_s=latency,
+            busy_s=busy,
         )
 
 

@@ -5,6 +5,10 @@ errors excluded unless ``infra_as_failure``), and per-pass figures divide the sc
 by their passes, so ``cost_per_pass == cost_per_run / tcr`` holds exactly. What infra-error runs
 cost is reported separately (``infra_cost_usd``) rather than silently charged to the model.
 Missing numeric values (NaN) are left out of sums and means.
+
+``cost_usd`` comes from each record: tokens times the per-token prices plus ``hourly_usd`` times
+the time the model was busy serving the run (``busy_s``: the server's own processing time where
+it reports one, else request latency), never the item's wall clock, so ``-n`` does not change it.
 """
 
 from __future__ import annotations
