@@ -92,9 +92,28 @@ def read_session(directory: Path) -> dict[str, Any] | None:
 
 
 def resume_source(report_dir: Path) -> Path:
-    """The runs.jsonl that --resume continues: the latest session's, else the top level's."""
-    latest = Path(report_dir) / LATEST / "runs.jsonl"
-    return latest if latest.is_file() else Path(report_dir) / "runs.jsonl"
+    """The runs.jsonl that --resume continues: the newest session's that has one, else the top level's."""
+    sessions = Path(report_dir) / SESSIONS
+    if sessions.is_dir():
+        for d in sorted(sessions.iterdir(), reverse=True):
+            if (d / "runs.jsonl").is_file() and (d / "runs.jsonl").stat().st_size:
+                return d / "runs.jsonl"
+    return Path(report_dir) / "runs.jsonl"
+
+
+def discard_if_empty(report_dir: Path, session_id: str) -> None:
+    """Remove a session directory that got no file (the session failed at its start); repoint latest."""
+    sdir = session_dir(report_dir, session_id)
+    try:
+        sdir.rmdir()
+    except OSError:  # not empty, or gone
+        return
+    sessions = sorted(d.name for d in (Path(report_dir) / SESSIONS).iterdir() if d.is_dir())
+    link = Path(report_dir) / LATEST
+    if sessions:
+        point_latest(report_dir, sessions[-1])
+    elif link.is_symlink():
+        link.unlink()
 
 
 def _place(src: Path, dst: Path) -> None:

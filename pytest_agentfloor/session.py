@@ -80,6 +80,8 @@ class AgentFloorSession:
             lock.acquire()
         except ReportDirBusy as exc:
             raise pytest.UsageError(f"--report-dir: {exc}") from None
+        except OSError as exc:
+            raise pytest.UsageError(f"--report-dir: cannot write to {self.settings.report_dir} ({exc})") from None
         self.lock = lock
         from .reportdir import point_latest
 
@@ -93,6 +95,9 @@ class AgentFloorSession:
 
     def close(self) -> None:
         if self.lock is not None:
+            from .reportdir import discard_if_empty
+
+            discard_if_empty(self.settings.report_dir, self.session_id)
             self.lock.release()
             self.lock = None
 
