@@ -71,4 +71,7 @@ def test_session_starts_probes_shares_and_stops_the_servers(pytester: pytest.Pyt
     assert len(logs) == 2 and all((pytester.path / "reports" / name).stat().st_size > 0 for name in logs)
     records = [json.loads(x) for x in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
     assert {r["model"] for r in records} == {"local"} and all(r["tokens_in"] > 0 for r in records)
+    # hourly cost charges llama.cpp's own processing time (its `timings`), which excludes the HTTP
+    # round trip and any queueing: strictly less than the latency, so it was read from the server
+    assert all(0 < r["busy_s"] < r["latency_s"] for r in records)
     assert _llama_servers() <= before  # both servers stopped with the session
