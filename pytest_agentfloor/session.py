@@ -59,6 +59,7 @@ class AgentFloorSession:
         self.started = time.time()
         settings.session_dir = session_dir(settings.report_dir, self.session_id)
         self.collection_errors = 0
+        self.deselected = 0
         self.outcomes: set[str] = set()  # node ids of the items that reached an outcome
         self.probe_skips: Counter[tuple[str, str, str]] = Counter()
         self.probe_errors: Counter[str] = Counter()
@@ -164,6 +165,11 @@ class AgentFloorSession:
             m = re.search(r"model '(.+?)' not run", str(report.longrepr))
             self.probe_errors[m.group(1) if m else "?"] += 1
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Deselected by any plugin or conftest (seen here without xdist); resumed items do not count."""
+        keys = self.settings.resume_keys
+        self.deselected += sum(1 for i in items if getattr(i, "resume_key", None) not in keys or not keys)
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.other_failures += 1
@@ -179,6 +185,8 @@ class AgentFloorSession:
             reasons.append(stopped)
         if self.collection_errors:
             reasons.append(f"{self.collection_errors} collection error(s)")
+        if self.deselected:
+            reasons.append(f"{self.deselected} item(s) deselected")
         for model, n in sorted(self.probe_errors.items()):
             reasons.append(f"model {model}: endpoint failed the probe, {n} item(s) not run")
         expected = int(getattr(session, "testscollected", 0) or 0)

@@ -320,3 +320,31 @@ def test_the_servers_own_processing_time_is_read_from_llama_cpp_timings() -> Non
             prov.close()
     assert got.busy_s == pytest.approx(DELAY_S)
     assert got.latency_s >= got.busy_s  # the latency also holds the HTTP round trip
+
+
+def test_files_of_an_older_version_are_kept_as_a_legacy_session(bench: pytest.Pytester) -> None:
+    old = bench.path / "reports"
+    old.mkdir()
+    (old / "runs.jsonl").write_text('{"model": "x"}\n')
+    (old / "summary.json").write_text("{}\n")
+    bench.runpytest("cases/tier_A", "--model", "oracle")
+    (legacy,) = (old / "sessions").glob("*-legacy")
+    assert (legacy / "runs.jsonl").read_text() == '{"model": "x"}\n' and (legacy / "summary.json").exists()
+    assert run_of(top(bench))["selection"]["paths"] == ["cases/tier_A"]
+
+
+def test_collect_only_takes_no_lock_and_writes_nothing(bench: pytest.Pytester) -> None:
+    bench.runpytest("cases", "--co", "-q")
+    assert not (bench.path / "reports").exists()
+
+
+def test_items_deselected_by_a_conftest_make_the_run_partial(bench: pytest.Pytester) -> None:
+    bench.makeconftest("""
+        def pytest_collection_modifyitems(config, items):
+            drop = [i for i in items if "v1" in i.name]
+            items[:] = [i for i in items if i not in drop]
+            config.hook.pytest_deselected(items=drop)
+    """)
+    result = bench.runpytest("cases", "--model", "oracle")
+    n = result.parseoutcomes()["deselected"]
+    assert n > 0 and run_of(top(bench))["partial_reasons"] == [f"{n} item(s) deselected"]
