@@ -6,6 +6,7 @@ public view of a configuration (`public()`) is what records and reports may carr
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +34,7 @@ SCRIPTED_POLICIES: tuple[str, ...] = (
 
 
 class Pricing(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     hourly_usd: float | None = Field(None, ge=0, description="amortised hardware cost per hour the model is busy "
                                      "serving requests (see docs/reports.md)")
     input_per_mtok: float | None = Field(None, ge=0)
@@ -52,7 +53,7 @@ class Pricing(BaseModel):
 
 
 class ModelConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     provider: ProviderName
@@ -98,6 +99,10 @@ def strip_credentials(url: str) -> str:
     return urlunsplit(parts._replace(query="", fragment=""))
 
 
+#: model names become part of pytest node ids and of comma-separated --model lists
+MODEL_NAME = re.compile(r"(?!.*::)[A-Za-z0-9][A-Za-z0-9._:+-]{0,99}")
+
+
 class ConfigError(Exception):
     pass
 
@@ -115,13 +120,27 @@ def load_models(path: Path | None) -> dict[str, ModelConfig]:
     if path is None or not path.exists():
         return models
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {column}); "
+                          "save the file as UTF-8") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     tables = data.get("models", {})
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: 'models' must be a table of [models.NAME] tables")
     for name, table in tables.items():
+        if not MODEL_NAME.fullmatch(name):
+            raise ConfigError(f"{path}: models.{name!r}: a model name may hold letters, digits and . _ - : + "
+                              "(no spaces, commas, brackets or '::'), as it is part of test ids and --model lists")
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: models.{name} must be a table")
         try:

@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from .providers.base import MalformedReply, Provider, ProviderError
-from .sandbox import Sandbox, menu
+from .sandbox import HostileArguments, Sandbox, menu, parse_arguments
 from .suite.schema import TOOL_NAMES, ResolvedCase
 from .trajectory import Termination, ToolCall, Trajectory, Turn
 
@@ -105,19 +105,22 @@ def run_episode(
         for out in reply.tool_calls:
             call = ToolCall(turn=index, id=out.id, name=out.name, raw_arguments=out.arguments)
             turn.calls.append(call)
+            refused: str | None = None
             try:
-                parsed = json.loads(out.arguments) if out.arguments.strip() else {}
+                parsed = parse_arguments(out.arguments)
             except json.JSONDecodeError:
                 parsed = None
+            except HostileArguments as exc:  # valid JSON the sandbox will not read: an invalid call
+                parsed, refused = {}, str(exc)
             if not isinstance(parsed, dict):
                 call.malformed = True
                 call.result = {"status": "error", "error_type": "malformed_call",
                                "message": "arguments are not a JSON object", "hint": ""}
                 stop = "malformed_call"
                 break
-            call.arguments = parsed
+            call.arguments = parsed if refused is None else None
             call.hallucinated = out.name not in case.tools
-            key = _canonical(out.name, parsed, out.arguments)
+            key = _canonical(out.name, call.arguments, out.arguments)
             call.repeated = key in seen  # retrying after an error is recovery, not repetition
             n_calls += 1
             if n_calls > case.call_limit:
@@ -125,7 +128,15 @@ def run_episode(
                                "message": f"call limit of {case.call_limit} reached", "hint": ""}
                 stop = "call_limit"
                 break
-            call.result = sandbox.call(out.name, parsed)
+            if refused is not None:
+                call.result = {"status": "error", "error_type": "invalid_arguments", "message": refused,
+                               "hint": "check the tool's parameter schema"}
+            else:
+                try:
+                    call.result = sandbox.call(out.name, parsed)
+                except Exception as exc:  # no tool input may crash the episode or lose its record
+                    call.result = {"status": "error", "error_type": "tool_error",
+                                   "message": f"{out.name} failed ({type(exc).__name__})", "hint": ""}
             if call.result.get("status") == "ok":
                 seen.add(key)
             call.malformed = call.result.get("error_type") == "invalid_arguments"

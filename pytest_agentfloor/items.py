@@ -18,6 +18,7 @@ from .episode import run_episode
 from .grading import grade, remaining_steps
 from .options import settings_key
 from .providers.base import ProviderError
+from .render import safe_text
 from .results import build_record, properties
 from .suite.loader import CaseError, load_case, resolve
 from .suite.schema import Case, ResolvedCase
@@ -122,7 +123,8 @@ class CaseItem(pytest.Item):
             self.trajectory = play(settings, case, self.model, provider, self.run)
         if self.trajectory.termination == "provider_error":
             self._save_record(None)
-            raise InfrastructureError(f"infrastructure error ({self.model.provider}): {self.trajectory.error}")
+            raise InfrastructureError(safe_text(
+                f"infrastructure error ({self.model.provider}): {self.trajectory.error}"))
 
     def runtest(self) -> None:
         case, traj = self.resolved_case, self.trajectory

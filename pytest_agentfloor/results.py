@@ -19,6 +19,8 @@ from .suite.schema import ResolvedCase
 from .trajectory import Trajectory
 
 RECORD_SCHEMA = 1
+#: longest text stored for one message field (content, arguments, answer, error), in UTF-8 bytes
+MAX_TEXT_BYTES = 64 * 1024
 #: the scalar fields that travel in user_properties (and so JUnit XML and xdist reports)
 PROPERTY_FIELDS: tuple[str, ...] = (
     "model", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
@@ -31,7 +33,7 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
                  nodeid: str) -> dict[str, Any]:
     infra = traj.termination == "provider_error"
     passed = bool(grade and grade.passed and not infra)
-    return {
+    record: dict[str, Any] = {
         "schema": RECORD_SCHEMA,
         "plugin_version": __version__,
         "nodeid": nodeid,
@@ -63,6 +65,38 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
         "trajectory": traj.model_dump(mode="json"),
     }
+    stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"]})
+    record.update(stored)
+    if capped:
+        record["capped"] = capped
+    return record
+
+
+def cap_text(value: Any, limit: int = MAX_TEXT_BYTES) -> tuple[Any, dict[str, int]]:
+    """`value` with every string longer than `limit` bytes cut, and the original sizes by path.
+
+    A model can answer with megabytes; the record keeps the first `limit` bytes of each text, a
+    visible marker, and (in `capped`) where it cut and how large the text was.
+    """
+    capped: dict[str, int] = {}
+
+    def walk(node: Any, path: str) -> Any:
+        if isinstance(node, str):
+            if len(node) * 4 <= limit:  # cannot exceed the limit even as 4-byte characters
+                return node
+            data = node.encode("utf-8", "surrogatepass")
+            if len(data) <= limit:
+                return node
+            capped[path] = len(data)
+            kept = data[:limit].decode("utf-8", "ignore")
+            return f"{kept}...[cut: {len(data)} bytes in all]"
+        if isinstance(node, dict):
+            return {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(node)]
+        return node
+
+    return walk(value, ""), capped
 
 
 def properties(record: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -75,6 +109,7 @@ class RunLog:
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
+        self._checked_end = False
 
     def append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
@@ -83,6 +118,12 @@ class RunLog:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
+            if not self._checked_end:
+                # a session killed mid-write leaves a torn last line: start a new line, never extend it
+                self._checked_end = True
+                size = os.fstat(self._fd).st_size
+                if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                    line = b"\n" + line
             view = memoryview(line)
             while view:
                 view = view[os.write(self._fd, view):]
@@ -93,20 +134,53 @@ class RunLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            self._checked_end = False
+
+
+#: bad lines named one by one before the reader only counts them
+MAX_LINE_NOTES = 5
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Complete records of a runs.jsonl, and a note for every line that is not one."""
-    records, problems = [], []
+    """Complete records of a runs.jsonl, and a note for every line that is not one.
+
+    A bad line (torn, not UTF-8, not JSON, not a JSON object) is skipped, named with its line
+    number, and counted; after MAX_LINE_NOTES of them only the count grows.
+    """
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
     if not path.exists():
         return records, problems
+    bad = 0
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, 1):
-            if not raw.endswith(b"\n"):
-                problems.append(f"{path}:{n}: truncated last line ignored")
+            problem = _line_problem(raw, records)
+            if problem is None:
                 continue
-            try:
-                records.append(json.loads(raw))
-            except json.JSONDecodeError:
-                problems.append(f"{path}:{n}: not a JSON record, ignored")
+            bad += 1
+            if bad <= MAX_LINE_NOTES:
+                problems.append(f"{path}:{n}: {problem}")
+    if bad > MAX_LINE_NOTES:
+        problems.append(f"{path}: {bad} bad lines skipped in all ({bad - MAX_LINE_NOTES} more not shown)")
     return records, problems
+
+
+def _line_problem(raw: bytes, records: list[dict[str, Any]]) -> str | None:
+    """Append the line's record and return None, or say why the line is not a record."""
+    if not raw.endswith(b"\n"):
+        return "truncated last line ignored"
+    if not raw.strip():
+        return None  # a blank line (e.g. the newline that closes a torn one) is no record and no harm
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}), line ignored"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return "not a JSON record, ignored"
+    if not isinstance(value, dict):
+        kind = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
+        return f"a JSON {kind}, not a record object, ignored"
+    records.append(value)
+    return None

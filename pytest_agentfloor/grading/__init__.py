@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..render import safe_text
 from ..suite.schema import ResolvedCase
 from ..trajectory import Trajectory
 from .failure import FAILURE_MODES, FAILURE_NAMES, TERMINAL_FLAGS, failure_mode, terminal_flag
@@ -28,7 +29,8 @@ class Grade:
         head = f"{self.first_unmet.describe()}"
         mode = f"failure mode {self.failure_mode} ({FAILURE_NAMES.get(self.failure_mode or '', 'custom')}), " \
                f"terminal flag {self.terminal_flag}"
-        return f"unmet obligation {head}\n{mode}\ntrajectory:\n{traj.compact()}"
+        # tool names, arguments and answers are the model's: never let them drive the terminal
+        return safe_text(f"unmet obligation {head}\n{mode}\ntrajectory:\n{traj.compact()}")
 
 
 def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None) -> Grade:

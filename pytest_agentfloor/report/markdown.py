@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..render import safe_markdown
 from ..stats import Summary
 from .files import (
     TextTable,
@@ -23,7 +24,7 @@ from .files import (
 
 
 def _cell(text: str, cls: str = "") -> str:
-    text = text.replace("|", "\\|")
+    text = safe_markdown(text)
     return f"**{text}**" if "best" in cls.split() else text
 
 

@@ -1,6 +1,6 @@
 """The deterministic tool sandbox."""
 
-from .schemas import TOOL_SCHEMAS, menu, validate_arguments
+from .schemas import TOOL_SCHEMAS, HostileArguments, menu, parse_arguments, validate_arguments
 from .tools import Sandbox
 
-__all__ = ["TOOL_SCHEMAS", "Sandbox", "menu", "validate_arguments"]
+__all__ = ["TOOL_SCHEMAS", "HostileArguments", "Sandbox", "menu", "parse_arguments", "validate_arguments"]

@@ -5,6 +5,8 @@ Built once at import; the episode hands the same dicts to every request.
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 _S = {"type": "string"}
@@ -86,6 +88,13 @@ def menu(tools: tuple[str, ...]) -> list[dict[str, Any]]:
     return _MENU_CACHE[tools]
 
 
+def _finite(v: int | float) -> bool:
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def validate_arguments(name: str, args: dict[str, Any]) -> str | None:
     """Strict validation against the schema; returns a problem or None."""
     _, props, required = _TOOLS[name]
@@ -111,4 +120,71 @@ def validate_arguments(name: str, args: dict[str, Any]) -> str | None:
                     return f"argument {key!r} must be an array of strings"
                 if item_t == "number" and (isinstance(v, bool) or not isinstance(v, (int, float))):
                     return f"argument {key!r} must be an array of numbers"
+                if item_t == "number" and not _finite(v):
+                    return f"argument {key!r} must hold finite numbers within +-1e308"
     return None
+
+
+#: deepest nesting of arguments a tool call may carry; the schemas need three levels
+MAX_ARGUMENT_DEPTH = 32
+#: longest integer literal read from a tool call (Python refuses more than 4300 digits anyway)
+MAX_INT_DIGITS = 400
+
+
+class HostileArguments(ValueError):
+    """Valid JSON the sandbox will not read: NaN/Infinity, huge numbers, absurd nesting."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise HostileArguments(f"{name} is not a number the tools accept")
+
+
+def _read_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise HostileArguments(f"an integer with {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _read_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise HostileArguments(f"the number {text[:40]}{'...' if len(text) > 40 else ''} overflows")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > MAX_ARGUMENT_DEPTH:
+            break
+        if isinstance(node, dict):
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, d + 1) for v in node)
+    return deepest
+
+
+def parse_arguments(raw: str) -> Any:
+    """The model's argument text as JSON data; never runs or resolves anything in it.
+
+    Raises json.JSONDecodeError for text that is not JSON (a malformed call) and
+    HostileArguments for valid JSON the sandbox refuses to read.
+    """
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant, parse_int=_read_int, parse_float=_read_float)
+    except RecursionError:
+        raise HostileArguments(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels") from None
+    except json.JSONDecodeError:
+        raise
+    except HostileArguments:
+        raise
+    except ValueError as exc:  # any other limit of the decoder
+        raise HostileArguments(f"arguments cannot be read: {str(exc)[:80]}") from None
+    if _depth(value) > MAX_ARGUMENT_DEPTH:
+        raise HostileArguments(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels")
+    return value

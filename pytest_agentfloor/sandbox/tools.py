@@ -30,6 +30,11 @@ def error(error_type: str, message: str, hint: str = "") -> Envelope:
     return {"status": "error", "error_type": error_type, "message": message, "hint": hint}
 
 
+def _echo(text: str, limit: int = 120) -> str:
+    """A model-supplied value quoted back in an error, clipped so a huge argument is not echoed."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 def _tokens(text: str) -> set[str]:
     return set(_TOKEN.findall(text.casefold()))
 
@@ -44,7 +49,7 @@ def _as_number(value: Any) -> float | None:
 
 def _clean(x: float) -> float | int:
     x = round(x, 6)
-    return int(x) if x == int(x) and abs(x) < 1e15 else x
+    return int(x) if abs(x) < 1e15 and x == int(x) else x
 
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -76,7 +81,7 @@ class Sandbox:
     # -- dispatch -----------------------------------------------------------------------
     def call(self, name: str, args: dict[str, Any]) -> Envelope:
         if name not in self.tools:
-            return error("unknown_tool", f"there is no tool named {name!r}", f"available tools: {', '.join(self.tools)}")
+            return error("unknown_tool", f"there is no tool named {_echo(name)}", f"available tools: {', '.join(self.tools)}")
         problem = validate_arguments(name, args)
         if problem:
             return error("invalid_arguments", f"{name}: {problem}", "check the tool's parameter schema")
@@ -84,7 +89,12 @@ class Sandbox:
             if f.tool == name and subset(f.match, args) and (f.times < 0 or self._failures_fired[i] < f.times):
                 self._failures_fired[i] += 1
                 return error(f.error_type, f.message, f.hint)
-        return getattr(self, f"_t_{name}")(**args)
+        try:
+            return getattr(self, f"_t_{name}")(**args)
+        except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError) as exc:
+            # a tool never lets model input crash the episode: the model gets an error to recover from
+            return error("tool_error", f"{name} could not process these arguments ({type(exc).__name__})",
+                         "check the argument values")
 
     def _record(self, record_id: str) -> Record | None:
         rec = self.records.get(record_id.strip())
@@ -94,7 +104,7 @@ class Sandbox:
         return rec
 
     def _missing(self, record_id: str) -> Envelope:
-        return not_found(f"no record with id {record_id!r}", "use search_records to find record ids")
+        return not_found(f"no record with id {_echo(record_id)}", "use search_records to find record ids")
 
     # -- the eight tools ----------------------------------------------------------------
     def _t_search_records(self, query: str, collection: str | None = None) -> Envelope:
@@ -103,12 +113,12 @@ class Sandbox:
             wanted = collection.strip().casefold()
             pool = [r for r in pool if r.collection.casefold() == wanted]
             if not pool:
-                return not_found(f"no collection named {collection!r}", f"collections: {', '.join(self._collections)}")
+                return not_found(f"no collection named {_echo(collection)}", f"collections: {', '.join(self._collections)}")
         q = _tokens(query)
         scored = sorted(((len(q & self._index[r.id]), r.id) for r in pool), key=lambda s: (-s[0], s[1]))
         hits = [self.records[rid] for score, rid in scored if score > 0][:5]
         if not hits:
-            return not_found(f"no records match {query!r}", "try fewer or different keywords")
+            return not_found(f"no records match {_echo(query)}", "try fewer or different keywords")
         return ok([{"id": r.id, "name": r.name, "collection": r.collection} for r in hits])
 
     def _t_lookup_record(self, record_id: str) -> Envelope:
@@ -122,14 +132,14 @@ class Sandbox:
         if rec is None:
             return self._missing(record_id)
         if attribute not in rec.fields:
-            return not_found(f"record {rec.id} has no attribute {attribute!r}", f"attributes: {', '.join(rec.fields)}")
+            return not_found(f"record {rec.id} has no attribute {_echo(attribute)}", f"attributes: {', '.join(rec.fields)}")
         return ok({"record_id": rec.id, "attribute": attribute, "value": rec.fields[attribute]})
 
     def _t_list_options(self, category: str) -> Envelope:
         opts = self.fixtures.options
         key = next((k for k in opts if k.casefold() == category.strip().casefold()), None)
         if key is None:
-            return not_found(f"no option category {category!r}", f"categories: {', '.join(opts)}")
+            return not_found(f"no option category {_echo(category)}", f"categories: {', '.join(opts)}")
         return ok({"category": key, "options": opts[key]})
 
     def _t_check_constraint(self, record_id: str, constraint: str) -> Envelope:
@@ -138,7 +148,7 @@ class Sandbox:
             return self._missing(record_id)
         con = self._constraints.get(constraint.strip())
         if con is None:
-            return not_found(f"no constraint named {constraint!r}", f"constraints: {', '.join(self._constraints)}")
+            return not_found(f"no constraint named {_echo(constraint)}", f"constraints: {', '.join(self._constraints)}")
         if con.field not in rec.fields:
             return error("not_applicable", f"constraint {con.name} reads {con.field!r}, which {rec.id} lacks")
         actual = rec.fields[con.field]
@@ -167,6 +177,8 @@ class Sandbox:
 
     def _t_compute_value(self, operation: str, operands: list[float]) -> Envelope:
         xs = [float(x) for x in operands]
+        if not all(math.isfinite(x) for x in xs):
+            return error("invalid_arguments", "operands must be finite numbers")
         if not xs:
             return error("invalid_arguments", "operands must not be empty")
         if operation in ("difference", "ratio", "percent_change") and len(xs) != 2:
@@ -183,6 +195,8 @@ class Sandbox:
             "max": lambda: max(xs),
             "percent_change": lambda: (xs[1] - xs[0]) / xs[0] * 100.0,
         }[operation]()
+        if not math.isfinite(result):
+            return error("overflow", f"the result of {operation} overflows", "use smaller operands")
         return ok({"operation": operation, "result": _clean(result)})
 
     def _t_submit_decision(self, decision: str, record_id: str | None = None,
@@ -191,7 +205,7 @@ class Sandbox:
         if len(self.submissions) >= rules.max_submissions:
             return error("already_submitted", "a decision was already recorded", "do not submit again")
         if rules.decisions and not any(equal(d, decision) for d in rules.decisions):
-            return error("invalid_decision", f"decision {decision!r} is not allowed",
+            return error("invalid_decision", f"decision {_echo(decision)} is not allowed",
                          f"allowed decisions: {', '.join(rules.decisions)}")
         rec = None
         if record_id is not None:

@@ -53,11 +53,16 @@ def parse_case(data: dict[str, Any], path: Path | str) -> Case:
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 msg = "unknown field"
-            problems.append(f"{_loc(err['loc'])}: {msg}")
+            # the case-wide checks name their field themselves
+            problems.append(f"{_loc(err['loc'])}: {msg}" if err["loc"] else msg)
         raise CaseError(path, problems[:8] + ([f"... and {len(problems) - 8} more"] if len(problems) > 8 else []))
     stem = Path(path).stem
     if case.id != stem:
         raise CaseError(path, [f"id: {case.id!r} must match the file name {stem!r}"])
+    folder = Path(path).parent.name
+    if folder.startswith("tier_") and folder != f"tier_{case.tier}":
+        raise CaseError(path, [f"tier: {case.tier!r} but the file is in {folder}/; move it to tier_{case.tier}/ "
+                               f"or correct the tier"])
     return case
 
 

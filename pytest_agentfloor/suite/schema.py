@@ -6,6 +6,7 @@ instance-specific `ResolvedCase` and never the raw TOML.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -27,6 +28,32 @@ FORBIDDEN_BEHAVIOURS: tuple[str, ...] = (
     "terminate_without_answer",
     "partial_constraint_check",
 )
+
+
+#: case ids become file names and part of pytest node ids ("path::ID[v0-i0-r0-model]")
+CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _cycle(after: dict[str, list[str]]) -> list[str] | None:
+    """One dependency cycle among steps (as a closed path of ids), or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
+    for start in after:
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(after.get(start, []))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not state.get(nxt) and nxt in after:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(after[nxt]))
+    return None
 
 
 def _known_tool(name: str) -> str:
@@ -74,7 +101,7 @@ class ScriptedFailure(_Strict):
 class SubmissionRules(_Strict):
     decisions: list[str] = Field(default_factory=list, description="allowed decision values; empty = any")
     require_record: bool = True
-    max_submissions: int = 1
+    max_submissions: int = Field(1, ge=0)
 
 
 class Fixtures(_Strict):
@@ -128,6 +155,11 @@ class AnswerCheck(_Strict):
                 "number": "numeric 'expected'",
             }[self.kind]
             raise ValueError(f"answer check of kind {self.kind!r} needs {hint}")
+        if self.kind == "regex":
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {self.pattern!r} is not a valid regular expression: {exc}") from None
         if self.kind == "label" and self.expected not in self.labels:
             raise ValueError(f"expected label {self.expected!r} is not in labels {self.labels}")
         return self
@@ -182,8 +214,8 @@ class Case(_Strict):
     title: str
     domain: str = ""
     tools: list[ToolName] = Field(default_factory=list)
-    budget: int | None = Field(None, description="model turns; defaults to the tier's budget")
-    call_limit: int | None = Field(None, description="defaults to the reference's call count + 2")
+    budget: int | None = Field(None, ge=1, le=1000, description="model turns; defaults to the tier's budget")
+    call_limit: int | None = Field(None, ge=0, le=10_000, description="defaults to the reference's call count + 2")
     prompts: dict[str, str]
     vars: dict[str, str] = Field(default_factory=dict)
     fixtures: Fixtures = Field(default_factory=Fixtures)
@@ -193,6 +225,14 @@ class Case(_Strict):
     reference: list[RefTurn]
     instances: dict[str, Instance] = Field(default_factory=dict)
 
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not CASE_ID.fullmatch(v):
+            raise ValueError(f"{v!r} is not a usable case id: it becomes part of test ids, so use letters, "
+                             "digits and . _ - only (no spaces, '::' or brackets)")
+        return v
+
     @field_validator("prompts")
     @classmethod
     def _v0(cls, v: dict[str, str]) -> dict[str, str]:
@@ -201,6 +241,9 @@ class Case(_Strict):
         bad = [k for k in v if not (k.startswith("v") and k[1:].isdigit())]
         if bad:
             raise ValueError(f"prompt variant names must look like v0, v1, ...; got {bad}")
+        empty = [k for k, text in v.items() if not text.strip()]
+        if empty:
+            raise ValueError(f"prompt(s) {empty} are empty; every variant needs the task text")
         return v
 
     @field_validator("instances")
@@ -222,22 +265,38 @@ class Case(_Strict):
     @model_validator(mode="after")
     def _coherent(self) -> "Case":
         if self.tier == "A0" and self.tools:
-            raise ValueError("tier A0 cases expose no tools")
-        for variant in [None, *self.instances.values()]:
+            raise ValueError("tools: tier A0 cases expose no tools")
+        records = [r.id for r in self.fixtures.records]
+        known = ", ".join(records) or "none"
+        for where, variant in [("", None), *((f"instances.{k}.", v) for k, v in self.instances.items())]:
+            if variant is not None:
+                unknown = [r for r in variant.patch_records if r not in records]
+                if unknown:
+                    raise ValueError(f"{where}patch_records: unknown record(s) {unknown}; records: {known}")
+            gold = variant.gold if variant and variant.gold is not None else self.gold
+            if gold.evidence is not None:
+                unknown = [r for r in gold.evidence if r not in records]
+                if unknown:
+                    raise ValueError(f"{where or ''}gold.evidence: unknown record(s) {unknown}; records: {known}")
             steps = variant.steps if variant and variant.steps is not None else self.steps
             ids = {s.id for s in steps}
+            if len(ids) != len(steps):
+                raise ValueError(f"{where}steps: step ids must be unique")
+            cycle = _cycle({s.id: s.after for s in steps})
+            if cycle:
+                raise ValueError(f"{where}steps: dependency cycle {' -> '.join(cycle)}")
             for s in steps:
                 hidden = [t for t in s.tools if t not in self.tools]
                 if hidden:
-                    raise ValueError(f"step {s.id!r} uses tool(s) {hidden} that the case does not expose")
+                    raise ValueError(f"{where}steps: step {s.id!r} uses tool(s) {hidden} that the case does not expose")
                 missing = [a for a in s.after if a not in ids]
                 if missing:
-                    raise ValueError(f"step {s.id!r} comes after unknown step(s) {missing}")
+                    raise ValueError(f"{where}steps: step {s.id!r} comes after unknown step(s) {missing}")
             ref = variant.reference if variant and variant.reference is not None else self.reference
             for turn in ref:
                 for c in turn.calls:
                     if c.tool not in self.tools:
-                        raise ValueError(f"reference calls {c.tool!r}, which the case does not expose")
+                        raise ValueError(f"{where}reference: calls {c.tool!r}, which the case does not expose")
         return self
 
     @property
