@@ -1,8 +1,10 @@
 """Recorded responses (record/replay) and the resume index over stored run records.
 
-A cassette entry is keyed by everything that determines a model's answer: provider, model,
-base URL without credentials, sampling parameters, messages and tools. Replay never falls
-through to the live model: a miss is an error that names the key.
+A cassette entry is keyed by the item (task, variant, instance, run) and the turn as well as by
+everything that determines a model's answer: provider, model, base URL without credentials,
+sampling parameters, messages and tools. Two runs of a sweep that send identical requests so
+keep their own (possibly different) replies, and a replay equals the recorded sweep. Replay
+never falls through to the live model: a miss is an error that names the key.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import ModelConfig, strip_credentials
 from .providers.base import Provider, ProviderError, Reply, ToolCallOut
-from .results import RunLog, read_records
+from .results import MAX_LINE_NOTES, PROPERTY_FIELDS, RunLog, _line_problem, read_records
 
 if TYPE_CHECKING:
     from .suite.schema import ResolvedCase
@@ -23,8 +25,12 @@ if TYPE_CHECKING:
 CASSETTE_FILE = "cassettes.jsonl"
 
 
-def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                item: tuple[str, str, str, int | None] | None = None) -> str:
+    """The cassette key of one request of item (task, variant, instance, run) at its turn."""
     ident = {
+        "item": list(item) if item is not None else None,
+        "turn": sum(1 for m in messages if m.get("role") == "assistant"),
         "provider": config.provider,
         "model": config.model or config.policy,
         "base_url": strip_credentials(config.base_url) if config.base_url else None,
@@ -35,9 +41,60 @@ def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list
     return hashlib.sha256(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _reply_from(data: dict[str, Any]) -> Reply:
-    calls = [ToolCallOut(**c) for c in data.get("tool_calls", [])]
-    return Reply(**{**data, "tool_calls": calls})
+def _item(case: "ResolvedCase", run: int | None) -> tuple[str, str, str, int | None]:
+    return (case.id, case.variant, case.instance, run)
+
+
+def _reply_from(data: Any) -> Reply:
+    """A stored reply, checked field by field (a hand-edited cassette must not crash an item)."""
+    if not isinstance(data, dict):
+        raise ValueError("'reply' is not an object")
+    calls = data.get("tool_calls", [])
+    if not isinstance(calls, list) or not all(
+            isinstance(c, dict) and set(c) == {"id", "name", "arguments"} and all(isinstance(v, str) for v in c.values())
+            for c in calls):
+        raise ValueError("'reply.tool_calls' must be a list of {id, name, arguments} strings")
+    content = data.get("content")
+    if content is not None and not isinstance(content, str):
+        raise ValueError("'reply.content' must be a string or null")
+    extra = set(data) - {"content", "tool_calls", "finish_reason", "tokens_in", "tokens_out", "latency_s"}
+    if extra:
+        raise ValueError(f"'reply' has unknown field(s) {sorted(extra)}")
+    nums = {k: data.get(k, 0) for k in ("tokens_in", "tokens_out", "latency_s")}
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in nums.values()):
+        raise ValueError("'reply' token counts and latency must be non-negative numbers")
+    if not isinstance(data.get("finish_reason", "stop"), str):
+        raise ValueError("'reply.finish_reason' must be a string")
+    return Reply(content=content, tool_calls=[ToolCallOut(**c) for c in calls],
+                 finish_reason=data.get("finish_reason", "stop"), tokens_in=int(nums["tokens_in"]),
+                 tokens_out=int(nums["tokens_out"]), latency_s=float(nums["latency_s"]))
+
+
+def read_cassette(path: Path) -> tuple[dict[str, Reply], list[str]]:
+    """Every usable entry of a cassette file by key, and a note naming each line that is not one."""
+    index: dict[str, Reply] = {}
+    problems: list[str] = []
+    if not path.exists():
+        return index, problems
+    bad = 0
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            got: list[dict[str, Any]] = []
+            problem = _line_problem(raw, got)
+            if problem is None and got:
+                try:
+                    if not isinstance(got[0].get("key"), str):
+                        raise ValueError("no 'key' string")
+                    index[got[0]["key"]] = _reply_from(got[0].get("reply"))
+                except (TypeError, ValueError) as exc:
+                    problem = f"unusable cassette entry ({exc}), line ignored"
+            if problem is not None:
+                bad += 1
+                if bad <= MAX_LINE_NOTES:
+                    problems.append(f"{path}:{n}: {problem}")
+    if bad > MAX_LINE_NOTES:
+        problems.append(f"{path}: {bad} bad lines skipped in all ({bad - MAX_LINE_NOTES} more not shown)")
+    return index, problems
 
 
 class CassetteStore:
@@ -46,20 +103,37 @@ class CassetteStore:
     def __init__(self, path: Path):
         self.path = path
         self._log = RunLog(path)
-        self._index: dict[str, dict[str, Any]] | None = None
+        self._index: dict[str, Reply] | None = None
+        self.problems: list[str] = []
 
     def lookup(self, key: str) -> Reply | None:
         if self._index is None:
-            records, _ = read_records(self.path)
-            self._index = {r["key"]: r["reply"] for r in records if "key" in r and "reply" in r}
-        data = self._index.get(key)
-        return _reply_from(data) if data is not None else None
+            self._index, self.problems = read_cassette(self.path)
+        return self._index.get(key)
 
-    def add(self, key: str, reply: Reply, model: str) -> None:
-        self._log.append({"key": key, "model": model, "reply": asdict(reply)})
+    def add(self, key: str, reply: Reply, model: str, item: tuple[str, str, str, int | None] | None = None,
+            turn: int | None = None) -> None:
+        entry: dict[str, Any] = {"key": key, "model": model}
+        if item is not None:
+            entry.update(task=item[0], variant=item[1], instance=item[2], run=item[3], turn=turn)
+        self._log.append({**entry, "reply": asdict(reply)})
 
     def close(self) -> None:
         self._log.close()
+
+
+class _AtRun:
+    """A record/replay provider bound to one item's run number (the cassette key needs it)."""
+
+    def __init__(self, owner: "RecordingProvider | ReplayProvider", run: int):
+        self.owner, self.run, self.config = owner, run, owner.config
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 case: "ResolvedCase") -> Reply:
+        return self.owner.complete(messages, tools, case=case, run=self.run)
+
+    def close(self) -> None:
+        pass
 
 
 class RecordingProvider:
@@ -68,10 +142,15 @@ class RecordingProvider:
     def __init__(self, inner: Provider, store: CassetteStore):
         self.inner, self.store, self.config = inner, store, inner.config
 
+    def at_run(self, run: int) -> _AtRun:
+        return _AtRun(self, run)
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase") -> Reply:
+                 case: "ResolvedCase", run: int | None = None) -> Reply:
         reply = self.inner.complete(messages, tools, case=case)
-        self.store.add(request_key(self.config, messages, tools), reply, self.config.name)
+        item = _item(case, run)
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        self.store.add(request_key(self.config, messages, tools, item), reply, self.config.name, item, turn)
         return reply
 
     def close(self) -> None:
@@ -84,15 +163,20 @@ class ReplayProvider:
     def __init__(self, config: ModelConfig, store: CassetteStore):
         self.config, self.store = config, store
 
+    def at_run(self, run: int) -> _AtRun:
+        return _AtRun(self, run)
+
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase") -> Reply:
-        key = request_key(self.config, messages, tools)
+                 case: "ResolvedCase", run: int | None = None) -> Reply:
+        key = request_key(self.config, messages, tools, _item(case, run))
         reply = self.store.lookup(key)
         if reply is None:
-            turn = sum(1 for m in messages if m["role"] == "assistant")
+            turn = sum(1 for m in messages if m.get("role") == "assistant")
+            skipped = f"; {len(self.store.problems)} note(s) on unusable cassette lines" if self.store.problems else ""
             raise ProviderError(f"replay:{self.store.path}",
                                 f"no recorded response for model {self.config.name!r}, case {case.id} "
-                                f"{case.variant}-{case.instance} turn {turn} (key {key[:12]})", transient=False)
+                                f"{case.variant}-{case.instance}-r{run} turn {turn} (key {key[:12]}){skipped}",
+                                transient=False)
         return reply
 
     def close(self) -> None:
@@ -116,10 +200,26 @@ def completed_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]
     """
     records, problems = read_records(path)
     done: dict[str, dict[str, Any]] = {}
+    incomplete = 0
     for r in records:
         if r.get("infra_error") or "trajectory" not in r or "config" not in r:
             continue
-        key = resume_key(r["model"], r["task"], r["variant"], r["instance"], r["run"], r["case_hash"],
-                         config_fingerprint(r["config"]))
+        try:
+            key = resume_key(*(_text(r[k]) for k in ("model", "task", "variant", "instance")), int(r["run"]),
+                             _text(r["case_hash"]), config_fingerprint(r["config"]))
+            missing = [k for k in PROPERTY_FIELDS if k not in r]
+            if missing:
+                raise KeyError(missing[0])
+        except (KeyError, TypeError, ValueError):
+            incomplete += 1
+            continue
         done[key] = r
+    if incomplete:
+        problems.append(f"{path}: {incomplete} record(s) lacking fields a resume needs were ignored (they run again)")
     return done, problems
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value

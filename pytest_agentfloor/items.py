@@ -35,6 +35,8 @@ def model_keyword(name: str) -> str:
 
 def play(settings: Any, case: ResolvedCase, model: ModelConfig, provider: Any, run: int = 0) -> Trajectory:
     """Run one episode of `case` with the session's budgets (items and the user fixture share this)."""
+    if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
+        provider = provider.at_run(run)
     return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
                        token_budget=settings.token_budget, timeout_s=settings.episode_timeout,
                        remaining_steps=remaining_steps)

@@ -115,7 +115,7 @@ class RunLog:
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             if not self._checked_end:

@@ -71,6 +71,10 @@ class AgentFloorSession:
         if settings.resume:
             self.previous, self.problems = completed_records(resume_source(settings.report_dir))
             settings.resume_keys = set(self.previous)
+        if settings.replay:  # name every unusable cassette line once, not once per item
+            from .corpus import CASSETTE_FILE, read_cassette
+
+            self.problems += read_cassette(settings.report_dir / CASSETTE_FILE)[1]
         if targets_cases(config) and not config.option.collectonly:
             self._take_report_dir()
 

@@ -89,7 +89,7 @@ class TestRecordReplay:
         result = http_bench.runpytest("cases/tier_B/B1.toml", "--model", "fake", "--variants", "v1",
                                       "--instances", "i0", "--replay")
         result.assert_outcomes(errors=1)
-        result.stdout.fnmatch_lines(["*no recorded response for model 'fake', case B1 v1-i0 turn 0 (key *"])
+        result.stdout.fnmatch_lines(["*no recorded response for model 'fake', case B1 v1-i0-r0 turn 0 (key *"])
         assert len(server.requests) == n_requests
 
     def test_record_and_replay_exclude_each_other(self, http_bench: pytest.Pytester) -> None:
