@@ -38,18 +38,66 @@ def parse_floor(text: str) -> tuple[str, float]:
     return m.group(1), value
 
 
+#: what the gate reads from every baseline run, with the types it needs
+_BASELINE_FIELDS: dict[str, tuple[type, ...]] = {
+    "model": (str,), "task": (str,), "tier": (str,), "variant": (str,), "instance": (str,), "run": (int,),
+    "passed": (bool,),
+}
+
+
+def _baseline_problem(r: Any) -> str | None:
+    if not isinstance(r, dict):
+        return "not an object"
+    for key, types in _BASELINE_FIELDS.items():
+        if key not in r:
+            return f"no {key!r} field"
+        if not isinstance(r[key], types) or (key == "run" and isinstance(r[key], bool)):
+            return f"field {key!r} is {type(r[key]).__name__}, expected {types[0].__name__}"
+    if r["tier"] not in TIERS:
+        return f"unknown tier {r['tier']!r}"
+    return None
+
+
 def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Per-run outcomes from a runs.jsonl, or from a summary.json that carries them."""
+    """Per-run outcomes from a runs.jsonl, or from a summary.json that carries them.
+
+    Checked as a whole: runs the gate cannot read are skipped and named, and a file with no
+    usable run at all is an error (raised before any item runs).
+    """
     if not path.exists():
         raise GateError(f"--baseline {path}: no such file")
+    if not path.is_file():
+        raise GateError(f"--baseline {path}: is a directory, not a file; give its runs.jsonl (or summary.json)")
     if path.suffix == ".json":
-        data = json.loads(path.read_text())
-        runs = data.get("runs")
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise GateError(f"--baseline {path}: not UTF-8 (byte offset {exc.start})") from None
+        except (ValueError, RecursionError) as exc:
+            raise GateError(f"--baseline {path}: not valid JSON ({str(exc)[:80]})") from None
+        runs = data.get("runs") if isinstance(data, dict) else None
         if not isinstance(runs, list):
             raise GateError(f"--baseline {path}: this summary.json has no per-run outcomes ('runs'); "
                             "use the runs.jsonl of the baseline session instead")
-        return runs, []
-    return read_records(path)
+        problems: list[str] = []
+    else:
+        runs, problems = read_records(path)
+    good = []
+    bad: list[str] = []
+    for n, r in enumerate(runs, 1):
+        why = _baseline_problem(r)
+        if why is None:
+            good.append(r)
+        else:
+            bad.append(f"run {n}: {why}")
+    problems += [f"--baseline {path}: {b}, skipped" for b in bad[:3]]
+    if len(bad) > 3:
+        problems.append(f"--baseline {path}: {len(bad)} unusable runs skipped in all")
+    if not good:
+        first = f"; {bad[0]}" if bad else (f"; {problems[0]}" if problems else "; the file is empty")
+        raise GateError(f"--baseline {path}: no usable baseline run (each needs model, task, tier, variant, "
+                        f"instance, run, passed){first}")
+    return good, problems
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ name the option and what would be valid.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,10 @@ from .results import RunLog
 from .suite.schema import TIERS
 
 REPORT_MODES = ("none", "term", "all")
+#: upper bounds that catch a typo (an extra zero) before it books days of model time
+MAX_RUNS = 1000
+MAX_TOKEN_BUDGET = 100_000_000
+MAX_EPISODE_TIMEOUT_S = 7 * 24 * 3600.0
 
 
 @dataclass
@@ -87,20 +93,23 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
         if floors_raw or config.getoption("agentfloor_gate_tiers"):
             raise pytest.UsageError("--gate-tiers and --gate-floor need --baseline PATH")
         return None
-    from .gate import GateError, parse_floor  # numpy and scipy load only when a gate is asked for
+    from .gate import GateError, load_baseline, parse_floor  # numpy and scipy load only when a gate is asked for
 
+    margin = _float_opt(config, "agentfloor_gate_margin", "--gate-margin", 0.0, 100.0, "percentage points",
+                        high_open=True)
     try:
-        margin = float(_opt(config, "agentfloor_gate_margin"))
         floors = dict(parse_floor(f) for f in floors_raw)
     except ValueError as exc:
-        raise pytest.UsageError(str(exc) if isinstance(exc, GateError) else "--gate-margin: expected a number") from None
+        raise pytest.UsageError(str(exc)) from None
     tiers = [t.strip().removeprefix("tier_") for t in str(_opt(config, "agentfloor_gate_tiers")).split(",") if t.strip()]
     bad = [t for t in tiers if t not in TIERS]
     if bad:
         raise pytest.UsageError(f"--gate-tiers: unknown tier(s) {bad}; valid: {', '.join(TIERS)}")
     path = Path(config.invocation_params.dir) / raw
-    if not path.exists():
-        raise pytest.UsageError(f"--baseline {raw}: no such file")
+    try:  # read it now: a bad baseline must stop the session before the first item, not after the last
+        load_baseline(path)
+    except GateError as exc:
+        raise pytest.UsageError(str(exc)) from None
     return GateSpec(path, margin, tiers or None, floors, str(_opt(config, "agentfloor_gate_baseline_model")) or None)
 
 
@@ -167,14 +176,33 @@ def _opt(config: pytest.Config, name: str) -> Any:
     return config.getini(name) if value is None else value
 
 
-def _int_opt(config: pytest.Config, name: str, flag: str, minimum: int = 1) -> int:
+def _int_opt(config: pytest.Config, name: str, flag: str, minimum: int = 1, maximum: int | None = None) -> int:
     raw = _opt(config, name)
+    valid = f"a whole number from {minimum} to {maximum}" if maximum is not None else f"a whole number >= {minimum}"
     try:
-        value = int(raw)
+        value = int(str(raw).strip()) if len(str(raw)) <= 30 else None
     except (TypeError, ValueError):
-        raise pytest.UsageError(f"{flag}: expected a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise pytest.UsageError(f"{flag}: must be at least {minimum}, got {value}")
+        value = None
+    if value is None:
+        raise pytest.UsageError(f"{flag}: expected {valid}, got {str(raw)[:40]!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise pytest.UsageError(f"{flag}: expected {valid}, got {value}")
+    return value
+
+
+def _float_opt(config: pytest.Config, name: str, flag: str, low: float, high: float, unit: str, *,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """A finite number within [low, high] (an open end excludes the bound itself)."""
+    raw = _opt(config, name)
+    lo, hi = "(" if low_open else "[", ")" if high_open else "]"
+    valid = f"a number of {unit} in {lo}{low:g}, {high:g}{hi}"
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{flag}: expected {valid}, got {raw!r}") from None
+    if not math.isfinite(value) or value < low or value > high or (low_open and value == low) \
+            or (high_open and value == high):
+        raise pytest.UsageError(f"{flag}: expected {valid}, got {raw!r}")
     return value
 
 
@@ -187,6 +215,46 @@ def _selection(config: pytest.Config, name: str, flag: str, prefix: str) -> set[
     if bad:
         raise pytest.UsageError(f"{flag}: {bad} are not {prefix}0, {prefix}1, ... names (or 'all')")
     return items
+
+
+def report_dir(config: pytest.Config, rootdir: Path) -> Path:
+    """The report directory, checked at start-up: it must be (or become) a writable directory.
+
+    Nothing is created here (--co must leave no trace); the first record creates it.
+    """
+    raw = str(_opt(config, "agentfloor_report_dir"))
+    path = rootdir / raw
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        what = "is a file, not a directory" if probe == path else f"cannot be created: {probe} is not a directory"
+        raise pytest.UsageError(f"--report-dir {raw}: {what}; pick a directory for runs.jsonl and the reports")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise pytest.UsageError(f"--report-dir {raw}: {probe} is not writable; pick a directory you can write to")
+    return path
+
+
+def check_selection(config: pytest.Config, variants: set[str] | None, instances: set[str] | None) -> None:
+    """--variants/--instances names that no targeted case file has are usage errors.
+
+    Checked on the controller before collection (under xdist only the workers collect), from the
+    prompt and instance names of the targeted case files; unreadable files are left to collection.
+    """
+    if variants is None and instances is None:
+        return
+    from .suite.loader import case_names
+
+    base = Path(config.invocation_params.dir)
+    seen_v, seen_i = case_names([base / str(a).split("::")[0] for a in config.args])
+    for flag, wanted, seen, prefix in (("--variants", variants, seen_v, "v"), ("--instances", instances, seen_i, "i")):
+        if wanted is None or not seen:
+            continue
+        unmatched = sorted(wanted - seen, key=lambda n: int(n[1:]))
+        if unmatched:
+            top = max(int(n[1:]) for n in seen)
+            raise pytest.UsageError(f"{flag}: {', '.join(unmatched)} match no case here; the targeted cases have "
+                                    f"{prefix}0 to {prefix}{top} (or use 'all')")
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -207,21 +275,20 @@ def read_settings(config: pytest.Config) -> Settings:
     mode = str(_opt(config, "agentfloor_report"))
     if mode not in REPORT_MODES:
         raise pytest.UsageError(f"--agentfloor-report: expected one of {', '.join(REPORT_MODES)}, got {mode!r}")
-    try:
-        timeout = float(_opt(config, "agentfloor_episode_timeout"))
-    except ValueError:
-        raise pytest.UsageError("--episode-timeout: expected seconds") from None
+    timeout = _float_opt(config, "agentfloor_episode_timeout", "--episode-timeout", 0.0, MAX_EPISODE_TIMEOUT_S,
+                         "seconds", low_open=True)
     reference = str(_opt(config, "agentfloor_reference") or "") or None
     if reference and reference not in names:
         raise pytest.UsageError(f"--reference: {reference!r} is not among the selected models ({', '.join(names)}); "
                                 "add it with --model")
-    try:
-        margin = float(_opt(config, "agentfloor_margin"))
-    except ValueError:
-        raise pytest.UsageError("--margin: expected a number of percentage points") from None
+    margin = _float_opt(config, "agentfloor_margin", "--margin", 0.0, 100.0, "percentage points", high_open=True)
     cluster = str(_opt(config, "agentfloor_bootstrap_cluster"))
     if cluster not in ("unit", "task", "run"):
         raise pytest.UsageError(f"--bootstrap-cluster: expected unit, task or run, got {cluster!r}")
+    variants = _selection(config, "agentfloor_variants", "--variants", "v")
+    instances = _selection(config, "agentfloor_instances", "--instances", "i")
+    if not hasattr(config, "workerinput"):
+        check_selection(config, variants, instances)
     record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
     if record and replay:
         raise pytest.UsageError("--record and --replay exclude each other")
@@ -237,12 +304,12 @@ def read_settings(config: pytest.Config) -> Settings:
         resume=bool(_opt(config, "agentfloor_resume")),
         models=models,
         selected=[models[n] for n in dict.fromkeys(names)],
-        runs=_int_opt(config, "agentfloor_runs", "--runs"),
-        variants=_selection(config, "agentfloor_variants", "--variants", "v"),
-        instances=_selection(config, "agentfloor_instances", "--instances", "i"),
+        runs=_int_opt(config, "agentfloor_runs", "--runs", 1, MAX_RUNS),
+        variants=variants,
+        instances=instances,
         report_mode=mode,
-        report_dir=rootdir / str(_opt(config, "agentfloor_report_dir")),
-        token_budget=_int_opt(config, "agentfloor_token_budget", "--token-budget"),
+        report_dir=report_dir(config, rootdir),
+        token_budget=_int_opt(config, "agentfloor_token_budget", "--token-budget", 1, MAX_TOKEN_BUDGET),
         episode_timeout=timeout,
     )
 

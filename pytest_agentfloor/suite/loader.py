@@ -124,3 +124,28 @@ def resolve(case: Case, variant: str, instance: str, content_hash: str) -> Resol
 
 def iter_case_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.toml") if p.parent.name.startswith("tier_"))
+
+
+def case_names(paths: list[Path]) -> tuple[set[str], set[str]]:
+    """Prompt variant and instance names of the case files at or under `paths` (a light read:
+    TOML only, no validation; files that do not parse are skipped here and reported by collection)."""
+    variants: set[str] = set()
+    instances: set[str] = set()
+    files: list[Path] = []
+    for p in paths:
+        if p.is_file() and p.suffix == ".toml" and p.parent.name.startswith("tier_"):
+            files.append(p)
+        elif p.is_dir():
+            files += iter_case_files(p)
+    for f in files:
+        try:
+            data = tomllib.loads(f.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        prompts, inst = data.get("prompts"), data.get("instances", {})
+        if isinstance(prompts, dict):
+            variants.update(k for k in prompts if isinstance(k, str) and k[:1] == "v" and k[1:].isdigit())
+        if isinstance(inst, dict):
+            instances.update(k for k in inst if isinstance(k, str) and k[:1] == "i" and k[1:].isdigit())
+        instances.add("i0")
+    return variants, instances
