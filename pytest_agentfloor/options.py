@@ -95,8 +95,7 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
         return None
     from .gate import GateError, load_baseline, parse_floor  # numpy and scipy load only when a gate is asked for
 
-    margin = _float_opt(config, "agentfloor_gate_margin", "--gate-margin", 0.0, 100.0, "percentage points",
-                        high_open=True)
+    margin = _float_opt(config, "agentfloor_gate_margin", "--gate-margin", 0.0, 100.0, "percentage points")
     try:
         floors = dict(parse_floor(f) for f in floors_raw)
     except ValueError as exc:
@@ -108,8 +107,8 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
     path = Path(config.invocation_params.dir) / raw
     try:  # read it now: a bad baseline must stop the session before the first item, not after the last
         load_baseline(path)
-    except GateError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    except GateError as exc:  # named as the user wrote it
+        raise pytest.UsageError(str(exc).replace(str(path), raw)) from None
     return GateSpec(path, margin, tiers or None, floors, str(_opt(config, "agentfloor_gate_baseline_model")) or None)
 
 
@@ -281,7 +280,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if reference and reference not in names:
         raise pytest.UsageError(f"--reference: {reference!r} is not among the selected models ({', '.join(names)}); "
                                 "add it with --model")
-    margin = _float_opt(config, "agentfloor_margin", "--margin", 0.0, 100.0, "percentage points", high_open=True)
+    margin = _float_opt(config, "agentfloor_margin", "--margin", 0.0, 100.0, "percentage points")
     cluster = str(_opt(config, "agentfloor_bootstrap_cluster"))
     if cluster not in ("unit", "task", "run"):
         raise pytest.UsageError(f"--bootstrap-cluster: expected unit, task or run, got {cluster!r}")
