@@ -1,0 +1,86 @@
+"""Model-controlled text reaches the terminal, JUnit XML and the reports only made safe (issue 16, item 5)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentfloor.render import safe_html, safe_markdown, safe_text
+from tests.fakeserver import FakeModelServer, raw_tool_call, reply
+
+REPO = Path(__file__).resolve().parents[1]
+CLEAR, TITLE, BELL = "\x1b[2J\x1b[H", "\x1b]0;owned\x07", "\x07"
+LINK = "\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\"
+NASTY = f"{CLEAR}{TITLE}{LINK}\x1b[31mred\x00\x08\x7f\x9b2J\u202egnp.exe\u2028x"
+
+
+@pytest.mark.parametrize("raw, shown", [
+    ("\x1b[2J", "\\x1b[2J"),
+    ("\x1b]0;title\x07", "\\x1b]0;title\\x07"),
+    ("a\x00b\x08c\x7fd", "a\\x00b\\x08c\\x7fd"),
+    ("\x9b31m", "\\x9b31m"),  # the one-byte C1 CSI
+    ("\u202eevil\u202c", "\\u202eevil\\u202c"),  # bidi override
+    ("zero\u200bwidth", "zero\\u200bwidth"),
+    ("line\u2028sep", "line\\u2028sep"),
+    ("ok\ttab\nnewline", "ok\ttab\nnewline"),
+    ("plain é 中文 ✓", "plain é 中文 ✓"),
+])
+def test_safe_text_makes_every_control_visible(raw: str, shown: str) -> None:
+    assert safe_text(raw) == shown
+
+
+def test_single_line_forms_escape_newlines_and_markup() -> None:
+    assert safe_text("a\nb\r", multiline=False) == "a\\x0ab\\x0d"
+    assert safe_markdown("x|<img src=x onerror=alert(1)>\n") == "x\\|&lt;img src=x onerror=alert(1)>\\x0a"
+    assert safe_markdown("p < 0.05") == "p < 0.05"
+    assert safe_html('<b title="x">\x1b') == "&lt;b title=&quot;x&quot;&gt;\\x1b"
+
+
+@pytest.fixture
+def nasty_server():
+    def respond(body: dict[str, Any]):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn == 0:
+            return raw_tool_call(f"lookup{TITLE}", f'{{"record_id": "{NASTY.encode("unicode_escape").decode()}"}}')
+        return reply(content=f"the answer {NASTY}")
+
+    with FakeModelServer(respond) as srv:
+        yield srv
+
+
+def test_failure_messages_and_junit_never_carry_escape_sequences(pytester: pytest.Pytester,
+                                                                  nasty_server: FakeModelServer) -> None:
+    shutil.copytree(REPO / "cases" / "tier_A", pytester.path / "cases" / "tier_A")
+    pytester.makefile(".toml", models=f"""
+        [models.fake]
+        provider = "openai"
+        model = "tiny"
+        base_url = "{nasty_server.openai_url}"
+        retries = 0
+        timeout_s = 5
+    """)
+    result = pytester.runpytest("cases/tier_A/A1.toml", "--model", "fake", "--variants", "v0", "--instances", "i0",
+                                "--no-probe", "--color=no", "-p", "no:cacheprovider", "--junitxml=out.xml")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str() + result.stderr.str()
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out and "\x9b" not in out
+    assert "lookup\\x1b]0;owned\\x07" in out  # shown, visibly, not obeyed
+    xml = (pytester.path / "out.xml").read_text("utf-8")
+    assert "\x1b" not in xml and "\x07" not in xml and "\u202e" not in xml
+    assert "lookup\\x1b]0;owned\\x07" in xml
+    for name in ("report.md", "report.html"):
+        text = (pytester.path / "reports" / name).read_text("utf-8")
+        assert "\x1b" not in text and "\x07" not in text
+
+
+def test_markdown_cells_escape_markup_from_names(tmp_path: Path) -> None:
+    from pytest_agentfloor.report.files import TextTable
+    from pytest_agentfloor.report.markdown import md_table
+
+    table = TextTable(key="t", title="t", headers=["model", "TCR"], align="lr")
+    table.add(["<script>x</script>|\x1b[2J", "1.0"])
+    text = md_table(table)
+    assert "<script>" not in text and "\x1b" not in text and "&lt;script>x&lt;/script>\\|\\x1b[2J" in text
