@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .results import read_records
+from .results import read_records, usable_runs
 from .stats.paired import PairedTest, apply_holm, paired_compare
 from .suite.schema import TIERS
 
@@ -36,26 +36,6 @@ def parse_floor(text: str) -> tuple[str, float]:
     if not 0 <= value <= 1:
         raise GateError(f"--gate-floor {text!r}: the floor must lie between 0 and 1 (or 0% and 100%)")
     return m.group(1), value
-
-
-#: what the gate reads from every baseline run, with the types it needs
-_BASELINE_FIELDS: dict[str, tuple[type, ...]] = {
-    "model": (str,), "task": (str,), "tier": (str,), "variant": (str,), "instance": (str,), "run": (int,),
-    "passed": (bool,),
-}
-
-
-def _baseline_problem(r: Any) -> str | None:
-    if not isinstance(r, dict):
-        return "not an object"
-    for key, types in _BASELINE_FIELDS.items():
-        if key not in r:
-            return f"no {key!r} field"
-        if not isinstance(r[key], types) or (key == "run" and isinstance(r[key], bool)):
-            return f"field {key!r} is {type(r[key]).__name__}, expected {types[0].__name__}"
-    if r["tier"] not in TIERS:
-        return f"unknown tier {r['tier']!r}"
-    return None
 
 
 def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -82,19 +62,10 @@ def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         problems: list[str] = []
     else:
         runs, problems = read_records(path)
-    good = []
-    bad: list[str] = []
-    for n, r in enumerate(runs, 1):
-        why = _baseline_problem(r)
-        if why is None:
-            good.append(r)
-        else:
-            bad.append(f"run {n}: {why}")
-    problems += [f"--baseline {path}: {b}, skipped" for b in bad[:3]]
-    if len(bad) > 3:
-        problems.append(f"--baseline {path}: {len(bad)} unusable runs skipped in all")
+    good, notes = usable_runs(runs, f"--baseline {path}", "run")
+    problems += notes
     if not good:
-        first = f"; {bad[0]}" if bad else (f"; {problems[0]}" if problems else "; the file is empty")
+        first = f"; {problems[0].removeprefix(f'--baseline {path}: ')}" if problems else "; the file is empty"
         raise GateError(f"--baseline {path}: no usable baseline run (each needs model, task, tier, variant, "
                         f"instance, run, passed){first}")
     return good, problems

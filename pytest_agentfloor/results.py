@@ -184,3 +184,39 @@ def _line_problem(raw: bytes, records: list[dict[str, Any]]) -> str | None:
         return f"a JSON {kind}, not a record object, ignored"
     records.append(value)
     return None
+
+
+#: what every consumer of a run (reports, gate) reads, with the type it needs
+RUN_KEY_FIELDS: dict[str, type] = {"model": str, "task": str, "tier": str, "variant": str, "instance": str,
+                                   "run": int, "passed": bool}
+
+
+def run_problem(r: Any) -> str | None:
+    """Why `r` cannot be used as a run outcome, or None."""
+    from .suite.schema import TIERS
+
+    if not isinstance(r, dict):
+        return "not an object"
+    for key, typ in RUN_KEY_FIELDS.items():
+        if key not in r:
+            return f"no {key!r} field"
+        if not isinstance(r[key], typ) or (typ is int and isinstance(r[key], bool)):
+            return f"field {key!r} is {type(r[key]).__name__}, expected {typ.__name__}"
+    if r["tier"] not in TIERS:
+        return f"unknown tier {r['tier']!r}"
+    return None
+
+
+def usable_runs(runs: list[Any], source: str, what: str = "record") -> tuple[list[dict[str, Any]], list[str]]:
+    """The runs a report or gate can use, and a note for each one skipped (the first few, then a count)."""
+    good, bad = [], []
+    for n, r in enumerate(runs, 1):
+        why = run_problem(r)
+        if why is None:
+            good.append(r)
+        else:
+            bad.append(f"{what} {n}: {why}")
+    notes = [f"{source}: {b}, skipped" for b in bad[:MAX_LINE_NOTES]]
+    if len(bad) > MAX_LINE_NOTES:
+        notes.append(f"{source}: {len(bad)} unusable {what}s skipped in all")
+    return good, notes

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..reportdir import read_session
-from ..results import read_records
+from ..results import read_records, usable_runs
 from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, read_probe, write_reports
 
 
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: --n-boot must be >= 1 and --margin >= 0", file=sys.stderr)
         return 2
     records, problems = read_records(args.runs)
+    records, skipped = usable_runs(records, str(args.runs))
+    problems += skipped
     for problem in problems:
         print(f"{prog}: {problem}", file=sys.stderr)
     if not records:

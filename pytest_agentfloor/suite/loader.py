@@ -68,10 +68,20 @@ def parse_case(data: dict[str, Any], path: Path | str) -> Case:
 
 def load_case(path: Path | str) -> tuple[Case, str]:
     """Parse and validate one case file; returns the case and a hash of its content."""
-    raw = Path(path).read_bytes()
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise CaseError(path, [f"cannot be read: {exc.strerror or exc}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CaseError(path, [f"line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {column}); "
+                               "save the file as UTF-8"]) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise CaseError(path, [f"not valid TOML: {exc}"]) from None
     return parse_case(data, path), hashlib.sha256(raw).hexdigest()[:16]
 
