@@ -41,8 +41,9 @@ def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list
     return hashlib.sha256(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _item(case: "ResolvedCase", run: int | None) -> tuple[str, str, str, int | None]:
-    return (case.id, case.variant, case.instance, run)
+def _item(case: "ResolvedCase | None", run: int | None) -> tuple[str, str, str, int | None] | None:
+    """The item a request belongs to; None for requests outside an item (the session's probe)."""
+    return None if case is None else (case.id, case.variant, case.instance, run)
 
 
 def _reply_from(data: Any) -> Reply:
@@ -173,9 +174,10 @@ class ReplayProvider:
         if reply is None:
             turn = sum(1 for m in messages if m.get("role") == "assistant")
             skipped = f"; {len(self.store.problems)} note(s) on unusable cassette lines" if self.store.problems else ""
+            where = f"case {case.id} {case.variant}-{case.instance}-r{run}" if case is not None else "the probe"
             raise ProviderError(f"replay:{self.store.path}",
-                                f"no recorded response for model {self.config.name!r}, case {case.id} "
-                                f"{case.variant}-{case.instance}-r{run} turn {turn} (key {key[:12]}){skipped}",
+                                f"no recorded response for model {self.config.name!r}, {where} "
+                                f"turn {turn} (key {key[:12]}){skipped}",
                                 transient=False)
         return reply
 

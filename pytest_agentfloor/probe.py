@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from .episode import SYSTEM_PROMPTS
 from .providers.base import MalformedReply, Provider, ProviderError, Reply
+from .render import safe_text
 from .sandbox import menu
 
 Classification = Literal["tool_capable", "text_leaked", "no_tools", "error"]
@@ -77,7 +78,8 @@ def _leak_pattern(tool: str) -> re.Pattern[str]:
 
 
 def _short(text: str | None, limit: int = 160) -> str:
-    flat = " ".join((text or "").split())
+    """Model or server text, one line, shortened and with its control characters made visible."""
+    flat = safe_text(" ".join((text or "").split()), multiline=False)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -122,12 +124,12 @@ def classify(reply: Reply | None, error: BaseException | None = None, *,
         return ProbeResult("error", "no reply and no error", latency_s or 0.0)
     lat = reply.latency_s if latency_s is None else latency_s
     if reply.tool_calls:
-        names = [c.name for c in reply.tool_calls]
+        names = [_short(c.name, 80) for c in reply.tool_calls]
         first = reply.tool_calls[0]
         notes = []
         if any(n != tool for n in names):
             notes.append(f"called {', '.join(n for n in names if n != tool)} instead of / besides {tool}")
-        detail = f"native call {first.name}({_short(first.arguments, 120)})"
+        detail = f"native call {names[0]}({_short(first.arguments, 120)})"
         if len(names) > 1:
             detail += f" and {len(names) - 1} more"
         if notes:

@@ -188,9 +188,9 @@ def test_replay_of_a_sweep_equals_the_recorded_sweep(bench: pytest.Pytester) -> 
             timeout_s = 5
             temperature = 0.8
         """)
-        args = ["cases/tier_A/A1.toml", "--model", "fake", "--instances", "i0,i1", "--runs", "4", "--no-probe",
-                *NO_REPORT]
-        bench.runpytest(*args, "--record")
+        args = ["cases/tier_A/A1.toml", "--model", "fake", "--instances", "i0,i1", "--runs", "4", *NO_REPORT]
+        recording = bench.runpytest(*args, "--record")  # the session's probe is recorded too, outside any item
+        recording.stdout.fnmatch_lines(["*probe fake: tool_capable*"])
         recorded = runs(bench.path)
         n_requests = len(server.requests)
         replay = bench.runpytest(*args, "--replay")
