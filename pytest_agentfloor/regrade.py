@@ -28,7 +28,7 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path) -> tuple[lis
         if rec.get("infra_error") or "trajectory" not in rec:
             out.append(rec)
             continue
-        if task not in files:
+        if not isinstance(task, str) or task not in files:
             problems.append(f"{rec.get('nodeid', task)}: no case file for task {task!r} under {cases_dir}")
             out.append(rec)
             continue
@@ -41,28 +41,38 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path) -> tuple[lis
         if loaded[task] is None:
             out.append(rec)
             continue
-        case, digest = loaded[task]
-        if rec["instance"] != "i0" and rec["instance"] not in case.instances or rec["variant"] not in case.prompts:
-            problems.append(f"{rec['nodeid']}: {rec['variant']}-{rec['instance']} no longer exists in {task}")
-            out.append(rec)
-            continue
-        resolved = resolve(case, rec["variant"], rec["instance"], digest)
-        g = grade(resolved, Trajectory.model_validate(rec["trajectory"]))
-        new = dict(rec)
-        new.update(
-            passed=g.passed,
-            first_unmet=None if g.passed else g.first_unmet.code,  # type: ignore[union-attr]
-            failure_mode=g.failure_mode,
-            terminal_flag=g.terminal_flag,
-            obligations={v.code: v.ok for v in g.verdicts},
-            case_hash=digest,
-        )
-        before = (rec["passed"], rec.get("first_unmet"), rec.get("failure_mode"))
-        after = (new["passed"], new["first_unmet"], new["failure_mode"])
-        if before != after:
-            changes.append(f"{rec['nodeid']}: {_fmt(before)} -> {_fmt(after)}")
+        try:
+            new = _regrade_one(rec, *loaded[task], task, changes, problems)
+        except (KeyError, TypeError, ValueError) as exc:  # a hand-edited record: keep it as it is
+            problems.append(f"{rec.get('nodeid', task)}: cannot be re-graded ({type(exc).__name__}: "
+                            f"{str(exc)[:120]}); kept unchanged")
+            new = rec
         out.append(new)
     return out, changes, problems
+
+
+def _regrade_one(rec: dict[str, Any], case: Any, digest: str, task: str, changes: list[str],
+             problems: list[str]) -> dict[str, Any]:
+    """One record re-graded against its current case; raises on a record of the wrong shape."""
+    if rec["instance"] != "i0" and rec["instance"] not in case.instances or rec["variant"] not in case.prompts:
+        problems.append(f"{rec['nodeid']}: {rec['variant']}-{rec['instance']} no longer exists in {task}")
+        return rec
+    resolved = resolve(case, rec["variant"], rec["instance"], digest)
+    g = grade(resolved, Trajectory.model_validate(rec["trajectory"]))
+    new = dict(rec)
+    new.update(
+        passed=g.passed,
+        first_unmet=None if g.passed else g.first_unmet.code,  # type: ignore[union-attr]
+        failure_mode=g.failure_mode,
+        terminal_flag=g.terminal_flag,
+        obligations={v.code: v.ok for v in g.verdicts},
+        case_hash=digest,
+    )
+    before = (rec["passed"], rec.get("first_unmet"), rec.get("failure_mode"))
+    after = (new["passed"], new["first_unmet"], new["failure_mode"])
+    if before != after:
+        changes.append(f"{rec['nodeid']}: {_fmt(before)} -> {_fmt(after)}")
+    return new
 
 
 def _fmt(outcome: tuple[bool, str | None, str | None]) -> str:

@@ -276,3 +276,21 @@ def test_a_report_dir_that_is_a_file_is_one_usage_error(bench: pytest.Pytester) 
     result.stderr.fnmatch_lines(["ERROR: --report-dir reports: is a file, not a directory*"])
     result = bench.runpytest("cases/tier_A", "--model", "oracle", "--report-dir", "reports/sub")
     result.stderr.fnmatch_lines(["ERROR: --report-dir reports/sub: cannot be created: * is not a directory*"])
+
+
+def test_regrade_keeps_records_it_cannot_read(bench: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_agentfloor.regrade import main as regrade_main
+
+    bench.runpytest("cases/tier_A/A1.toml", "--model", "oracle", "--variants", "v0", "--instances", "i0", *NO_REPORT)
+    path = bench.path / "reports" / "runs.jsonl"
+    good = path.read_bytes()
+    broken = json.loads(good)
+    broken["trajectory"] = {"turns": "many"}
+    odd = {**json.loads(good), "task": ["A1"]}
+    path.write_bytes(good + json.dumps(broken).encode() + b"\n" + json.dumps(odd).encode() + b"\n[1]\n")
+    assert regrade_main([str(path), "--cases", str(bench.path / "cases"),
+                         "--write", str(bench.path / "out.jsonl")]) == 0
+    captured = capsys.readouterr()
+    assert "cannot be re-graded (ValidationError" in captured.err and "runs.jsonl:4: a JSON array" in captured.err
+    assert "no case file for task ['A1']" in captured.err and "Traceback" not in captured.err
+    assert len(read_records(bench.path / "out.jsonl")[0]) == 3  # every readable record kept
