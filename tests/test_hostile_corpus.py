@@ -397,3 +397,12 @@ def test_report_command_on_a_damaged_runs_file(pytester: pytest.Pytester, bad: B
     else:
         assert (first if "torn" not in bad.name else "runs.jsonl:1: not a JSON record") in err
     assert (pytester.path / "out" / "summary.json").exists()
+
+
+def test_selections_matching_nothing_are_usage_errors_under_xdist_too(pytester: pytest.Pytester) -> None:
+    (pytester.path / "cases" / "tier_A").mkdir(parents=True)
+    (pytester.path / "cases" / "tier_A" / "OK.toml").write_text(GOOD.format(id="OK"))
+    result = pytester.runpytest_subprocess(*RUN, "--variants", "v9", "-n", "2")
+    assert result.ret == USAGE
+    assert result.stderr.str().count("ERROR: --variants: v9 match no case here") == 1
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
