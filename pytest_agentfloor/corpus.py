@@ -9,6 +9,7 @@ never falls through to the live model: a miss is an error that names the key.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import asdict
@@ -46,29 +47,33 @@ def _item(case: "ResolvedCase | None", run: int | None) -> tuple[str, str, str, 
     return None if case is None else (case.id, case.variant, case.instance, run)
 
 
+#: the stored reply's fields, from the Reply dataclass itself (new fields need no change here)
+_REPLY_FIELDS = {f.name for f in dataclasses.fields(Reply)}
+_TEXT_FIELDS = {"content": True, "finish_reason": False}  # name -> may be null
+
+
 def _reply_from(data: Any) -> Reply:
     """A stored reply, checked field by field (a hand-edited cassette must not crash an item)."""
     if not isinstance(data, dict):
         raise ValueError("'reply' is not an object")
+    extra = set(data) - _REPLY_FIELDS
+    if extra:
+        raise ValueError(f"'reply' has unknown field(s) {sorted(extra)}")
     calls = data.get("tool_calls", [])
     if not isinstance(calls, list) or not all(
             isinstance(c, dict) and set(c) == {"id", "name", "arguments"} and all(isinstance(v, str) for v in c.values())
             for c in calls):
         raise ValueError("'reply.tool_calls' must be a list of {id, name, arguments} strings")
-    content = data.get("content")
-    if content is not None and not isinstance(content, str):
-        raise ValueError("'reply.content' must be a string or null")
-    extra = set(data) - {"content", "tool_calls", "finish_reason", "tokens_in", "tokens_out", "latency_s"}
-    if extra:
-        raise ValueError(f"'reply' has unknown field(s) {sorted(extra)}")
-    nums = {k: data.get(k, 0) for k in ("tokens_in", "tokens_out", "latency_s")}
-    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in nums.values()):
-        raise ValueError("'reply' token counts and latency must be non-negative numbers")
-    if not isinstance(data.get("finish_reason", "stop"), str):
-        raise ValueError("'reply.finish_reason' must be a string")
-    return Reply(content=content, tool_calls=[ToolCallOut(**c) for c in calls],
-                 finish_reason=data.get("finish_reason", "stop"), tokens_in=int(nums["tokens_in"]),
-                 tokens_out=int(nums["tokens_out"]), latency_s=float(nums["latency_s"]))
+    for name, value in data.items():
+        if name == "tool_calls":
+            continue
+        if name in _TEXT_FIELDS:
+            if not (isinstance(value, str) or (value is None and _TEXT_FIELDS[name])):
+                raise ValueError(f"'reply.{name}' must be a string" + (" or null" if _TEXT_FIELDS[name] else ""))
+        elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+                                    or value != value):
+            raise ValueError(f"'reply.{name}' must be a non-negative number")
+    return Reply(**{**data, "tool_calls": [ToolCallOut(**c) for c in calls]})
 
 
 def read_cassette(path: Path) -> tuple[dict[str, Reply], list[str]]:

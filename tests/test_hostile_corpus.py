@@ -310,11 +310,10 @@ STORED = [
     stored("deeply nested", b"[" * 100_000 + b"]" * 100_000 + b"\n", "runs.jsonl:1: not a JSON record"),
     stored("torn last line", b'{"model": "oracle", "ta', "runs.jsonl:1: truncated last line ignored"),
     stored("record lacking fields", b'{"model": "oracle", "trajectory": {}, "config": {}}\n',
-           "1 record(s) lacking fields a resume needs", records=2),
+           "1 record(s) lacking fields a resume needs"),
     stored("record with wrong types", json.dumps({"model": ["x"], "task": 1, "variant": None, "instance": "i0",
                                                   "run": "zero", "case_hash": 0, "trajectory": {}, "config": {}}
-                                                 ).encode() + b"\n", "1 record(s) lacking fields a resume needs",
-           records=2),
+                                                 ).encode() + b"\n", "1 record(s) lacking fields a resume needs"),
     stored("many bad lines", b"[1]\n" * 50, "runs.jsonl: 50 bad lines skipped in all (45 more not shown)"),
 ]
 
@@ -338,7 +337,7 @@ CASSETTES = [
     cassette("tool call missing name", entry({"tool_calls": [{"id": "1", "arguments": "{}"}]}),
              "'reply.tool_calls' must be a list"),
     cassette("content a number", entry({"content": 3}), "'reply.content' must be a string or null"),
-    cassette("negative tokens", entry({"content": "x", "tokens_in": -5}), "must be non-negative numbers"),
+    cassette("negative tokens", entry({"content": "x", "tokens_in": -5}), "'reply.tokens_in' must be a non-negative number"),
     cassette("unknown reply field", entry({"content": "x", "exec": "rm -rf /"}), "unknown field(s) ['exec']"),
     cassette("torn", b'{"key": "k", "rep', "truncated last line ignored"),
 ]
