@@ -62,11 +62,13 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = Field(None, description="NAME of the environment variable holding the key")
     temperature: float = 0.0
     seed: int | None = None
-    think: bool | None = None
+    think: bool | None = Field(None, description="Ollama's reasoning switch (sent as `think` when set)")
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
+        None, description="OpenAI-compatible reasoning level (sent as `reasoning_effort` when set)")
     max_tokens: int = Field(1024, gt=0, description="per-request completion cap")
     timeout_s: float = Field(60.0, gt=0)
     retries: int = Field(2, ge=0)
-    system_prompt: Literal["default", "explicit_submission"] = "default"
+    system_prompt: Literal["default", "explicit_submission", "structured"] = "default"
     params_b: float | None = Field(None, ge=0, description="parameter count in billions, for recipes")
     pricing: Pricing = Field(default_factory=Pricing)
     policy: str | None = Field(None, description="scripted policy name")

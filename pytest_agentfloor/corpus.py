@@ -35,7 +35,8 @@ def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list
         "provider": config.provider,
         "model": config.model or config.policy,
         "base_url": strip_credentials(config.base_url) if config.base_url else None,
-        "sampling": [config.temperature, config.seed, config.max_tokens, config.think, config.system_prompt],
+        "sampling": [config.temperature, config.seed, config.max_tokens, config.think, config.system_prompt]
+        + ([config.reasoning_effort] if config.reasoning_effort is not None else []),  # old keys stay valid
         "messages": messages,
         "tools": tools,
     }
@@ -191,8 +192,12 @@ class ReplayProvider:
 
 
 # -- resume ---------------------------------------------------------------------------------
-def config_fingerprint(public_config: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(public_config, sort_keys=True).encode()).hexdigest()[:16]
+def config_fingerprint(public_config: dict[str, Any], protocol: dict[str, Any] | None = None) -> str:
+    """The run's condition: model configuration (prompt and reasoning ablations included) and the
+    protocol with its parameters (step-budget scale included); records without a protocol keep
+    their old fingerprint, and so never resume a run under a protocol."""
+    ident: dict[str, Any] = public_config if protocol is None else {"config": public_config, "protocol": protocol}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def resume_key(model: str, task: str, variant: str, instance: str, run: int, case_hash: str,
@@ -213,7 +218,7 @@ def completed_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]
             continue
         try:
             key = resume_key(*(_text(r[k]) for k in ("model", "task", "variant", "instance")), int(r["run"]),
-                             _text(r["case_hash"]), config_fingerprint(r["config"]))
+                             _text(r["case_hash"]), config_fingerprint(r["config"], r.get("protocol_params")))
             missing = [k for k in PROPERTY_FIELDS if k not in r]
             if missing:
                 raise KeyError(missing[0])

@@ -1,7 +1,8 @@
-"""The episode loop: model turn, native tool calls, sandbox results, under the harness budgets.
+"""The episode loop: model turn, native tool calls, sandbox results, under a protocol's limits.
 
 Only the provider's native tool-call field counts; a call written in the message text is no
 call. Provider failures end the episode as `provider_error` (infrastructure, not the model).
+Which limits end an episode is the protocol's business (protocol.py), never the loop's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 import time
 from typing import Any, Callable
 
+from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
 from .providers.base import MalformedReply, Provider, ProviderError
 from .sandbox import HostileArguments, Sandbox, menu, parse_arguments
 from .suite.schema import TOOL_NAMES, ResolvedCase
@@ -24,9 +26,14 @@ SYSTEM_PROMPTS: dict[str, str] = {
         "When you have the answer, reply with it in plain text and stop calling tools."
     ),
 }
+# the two system-prompt ablations of seed 000 section 5.2; the wording of "structured" is ours
 SYSTEM_PROMPTS["explicit_submission"] = SYSTEM_PROMPTS["default"] + " You MUST call submit_decision to finish."
-
-DEFAULT_TOKEN_BUDGET = 128_000
+SYSTEM_PROMPTS["structured"] = SYSTEM_PROMPTS["default"] + (
+    " Work in three phases. PLAN: your first reply is a short numbered list of the tool calls you intend"
+    " to make and why, with no tool call in that reply. EXECUTE: then make those calls, one step at a"
+    " time, revising the plan when a result calls for it. SUBMIT: when every step is done, record the"
+    " decision with submit_decision if the task asks for one, and give the final answer."
+)
 _LEAK = re.compile(r"(<tool_call>|\"(name|function)\"\s*:\s*\"(" + "|".join(TOOL_NAMES) + r")\")")
 
 
@@ -43,13 +50,17 @@ def run_episode(
     model: str,
     run: int = 0,
     system_prompt: str = "default",
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    protocol: Protocol = PROTOCOLS[DEFAULT_PROTOCOL],
     timeout_s: float = 600.0,
     remaining_steps: Callable[[ResolvedCase, Trajectory], int] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Trajectory:
-    """Run one episode and return its trajectory; never raises for model or endpoint failures."""
+    """Run one episode and return its trajectory; never raises for model or endpoint failures.
+
+    `remaining_steps` is only consulted by protocols with an infeasibility stop.
+    """
     start = clock()
+    limits = protocol.limits(case)
     tools = menu(case.tools)
     sandbox = Sandbox(case.fixtures, case.tools)
     messages: list[dict[str, Any]] = [
@@ -58,14 +69,15 @@ def run_episode(
     ]
     traj = Trajectory(
         case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
-        model=model, tools=list(case.tools), messages=messages, turn_budget=case.turn_budget,
-        call_limit=case.call_limit, token_budget=token_budget,
+        model=model, tools=list(case.tools), messages=messages, protocol=protocol.name,
+        turn_budget=limits.turns, call_limit=limits.calls, token_budget=limits.tokens,
     )
+    infeasible = remaining_steps if protocol.infeasibility_stop and limits.calls is not None else None
     seen: set[str] = set()
     n_calls = 0
     tokens = 0
     termination: Termination = "turn_budget"
-    for index in range(case.turn_budget):
+    for index in range(limits.turns):
         if clock() - start > timeout_s:
             termination = "timeout"
             traj.error = f"episode exceeded {timeout_s:g}s"
@@ -81,13 +93,13 @@ def run_episode(
             break
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
                     tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
-                    busy_s=reply.busy_s)
+                    busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens)
         traj.turns.append(turn)
         tokens += reply.tokens_in + reply.tokens_out
-        if reply.finish_reason == "length":
+        if reply.finish_reason == "length" and protocol.truncation_stop:
             termination = "truncated"
             break
-        if tokens > token_budget:
+        if limits.tokens is not None and tokens > limits.tokens:
             termination = "token_budget"
             break
         if not reply.tool_calls:
@@ -114,18 +126,23 @@ def run_episode(
                 parsed, refused = {}, str(exc)
             if not isinstance(parsed, dict):
                 call.malformed = True
+                call.hallucinated = out.name not in case.tools
                 call.result = {"status": "error", "error_type": "malformed_call",
                                "message": "arguments are not a JSON object", "hint": ""}
-                stop = "malformed_call"
-                break
+                if protocol.malformed_stop:
+                    stop = "malformed_call"
+                    break
+                messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
+                                 "content": json.dumps(call.result, sort_keys=True)})
+                continue
             call.arguments = parsed if refused is None else None
             call.hallucinated = out.name not in case.tools
             key = _canonical(out.name, call.arguments, out.arguments)
             call.repeated = key in seen  # retrying after an error is recovery, not repetition
             n_calls += 1
-            if n_calls > case.call_limit:
+            if limits.calls is not None and n_calls > limits.calls:
                 call.result = {"status": "error", "error_type": "call_limit",
-                               "message": f"call limit of {case.call_limit} reached", "hint": ""}
+                               "message": f"call limit of {limits.calls} reached", "hint": ""}
                 stop = "call_limit"
                 break
             if refused is not None:
@@ -148,8 +165,8 @@ def run_episode(
         if sandbox.submissions and not case.needs_answer:
             termination = "submitted"
             break
-        if remaining_steps is not None and index + 1 < case.turn_budget:
-            if remaining_steps(case, traj) > case.call_limit - n_calls:
+        if infeasible is not None and limits.calls is not None and index + 1 < limits.turns:
+            if infeasible(case, traj) > limits.calls - n_calls:
                 termination = "infeasible"
                 break
     traj.submissions = list(sandbox.submissions)

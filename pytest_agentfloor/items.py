@@ -34,11 +34,11 @@ def model_keyword(name: str) -> str:
 
 
 def play(settings: Any, case: ResolvedCase, model: ModelConfig, provider: Any, run: int = 0) -> Trajectory:
-    """Run one episode of `case` with the session's budgets (items and the user fixture share this)."""
+    """Run one episode of `case` under the session's protocol (items and the user fixture share this)."""
     if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
         provider = provider.at_run(run)
     return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
-                       token_budget=settings.token_budget, timeout_s=settings.episode_timeout,
+                       protocol=settings.protocol, timeout_s=settings.episode_timeout,
                        remaining_steps=remaining_steps)
 
 
@@ -61,7 +61,7 @@ class CaseFile(pytest.File):
         instances = [i for i in ["i0", *sorted(self.case.instances, key=lambda i: int(i[1:]))]
                      if settings.instances is None or i in settings.instances]
         for model in settings.selected:
-            fingerprint = config_fingerprint(model.public())
+            fingerprint = config_fingerprint(model.public(), settings.protocol.params())
             for v in variants:
                 for i in instances:
                     for r in range(settings.runs):
@@ -140,7 +140,8 @@ class CaseItem(pytest.Item):
         self.trajectory = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any) -> None:
-        record = build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid)
+        record = build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
+                              protocol=self.config.stash[settings_key].protocol.params())
         self.ihook.pytest_agentfloor_record(record=record)
         self.user_properties.extend(properties(record))
         self.config.stash[settings_key].log().append(record)

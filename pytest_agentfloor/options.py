@@ -17,6 +17,7 @@ import pytest
 
 from .config import ConfigError, ModelConfig, load_models
 from .corpus import CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider
+from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, resolve_protocol
 from .providers.base import Provider, make_provider
 from .results import RunLog
 from .suite.schema import TIERS
@@ -39,8 +40,9 @@ class Settings:
     instances: set[str] | None
     report_mode: str
     report_dir: Path
-    token_budget: int
+    token_budget: int | None
     episode_timeout: float
+    protocol: Protocol = PROTOCOLS[DEFAULT_PROTOCOL]
     reference: str | None = None
     margin_pp: float = 10.0
     cluster: str = "unit"
@@ -143,9 +145,24 @@ def add_options(parser: pytest.Parser) -> None:
         "bootstrap resampling unit: unit = (variant, instance, run), task, or run", default="unit", metavar="KIND")
     add("--report-dir", "agentfloor_report_dir", "where runs.jsonl and reports go, relative to the rootdir",
         default="reports", metavar="DIR")
-    add("--token-budget", "agentfloor_token_budget", "episode token budget", default="128000", metavar="N")
-    add("--episode-timeout", "agentfloor_episode_timeout", "wall-clock seconds per episode", default="600",
-        metavar="S")
+    add("--protocol", "agentfloor_protocol",
+        f"episode rules: {'|'.join(PROTOCOLS)} (agentfloor = seed 000, tbb = seed 002's frozen contract)",
+        default=DEFAULT_PROTOCOL, metavar="NAME")
+    add("--step-budget-scale", "agentfloor_step_budget_scale",
+        "multiply every tier step budget (the paper's step-budget x2 ablation: 2)", default="1", metavar="X")
+    add("--token-budget", "agentfloor_token_budget",
+        "episode token budget; empty = the protocol's (tbb, legacy: 128000; agentfloor: none)",
+        default="", metavar="N")
+    add("--episode-timeout", "agentfloor_episode_timeout", "wall-clock safety limit per episode, in seconds",
+        default="600", metavar="S")
+    add("--system-prompt", "agentfloor_system_prompt",
+        "system prompt for every model: default|explicit_submission|structured; empty = each model's own",
+        default="", metavar="NAME")
+    add("--think", "agentfloor_think", "Ollama models' reasoning switch: on|off; empty = each model's own",
+        default="", metavar="on|off")
+    add("--reasoning-effort", "agentfloor_reasoning_effort",
+        "OpenAI-compatible models' reasoning_effort: none|minimal|low|medium|high; empty = each model's own",
+        default="", metavar="LEVEL")
     add("--baseline", "agentfloor_baseline", "gate against this runs.jsonl (or summary.json) of the incumbent",
         default="", metavar="PATH")
     add("--gate-margin", "agentfloor_gate_margin", "non-inferiority margin of the gate, in percentage points",
@@ -288,6 +305,8 @@ def read_settings(config: pytest.Config) -> Settings:
     instances = _selection(config, "agentfloor_instances", "--instances", "i")
     if not hasattr(config, "workerinput"):
         check_selection(config, variants, instances)
+    protocol = _protocol(config)
+    models = _ablations(config, models, protocol)
     record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
     if record and replay:
         raise pytest.UsageError("--record and --replay exclude each other")
@@ -295,7 +314,8 @@ def read_settings(config: pytest.Config) -> Settings:
         reference=reference,
         margin_pp=margin,
         cluster=cluster,
-        infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")),
+        infra_as_failure=protocol.infra_as_failure,
+        protocol=protocol,
         probe=not _opt(config, "agentfloor_no_probe"),
         run_non_capable=bool(_opt(config, "agentfloor_run_non_capable")),
         record=record,
@@ -308,8 +328,62 @@ def read_settings(config: pytest.Config) -> Settings:
         instances=instances,
         report_mode=mode,
         report_dir=report_dir(config, rootdir),
-        token_budget=_int_opt(config, "agentfloor_token_budget", "--token-budget", 1, MAX_TOKEN_BUDGET),
+        token_budget=protocol.token_budget,
         episode_timeout=timeout,
     )
 
 
+def _protocol(config: pytest.Config) -> Protocol:
+    """--protocol with the session's overrides: step-budget scale, token budget, infra handling."""
+    name = str(_opt(config, "agentfloor_protocol")).strip()
+    raw_scale = str(_opt(config, "agentfloor_step_budget_scale")).strip() or "1"
+    try:
+        scale = float(raw_scale)
+    except ValueError:
+        raise pytest.UsageError(f"--step-budget-scale: expected a positive number, got {raw_scale!r}") from None
+    if not scale > 0 or scale != scale or scale == float("inf"):
+        raise pytest.UsageError(f"--step-budget-scale: expected a positive number, got {raw_scale!r}")
+    tokens = None
+    if str(_opt(config, "agentfloor_token_budget")).strip():
+        tokens = _int_opt(config, "agentfloor_token_budget", "--token-budget", 1, MAX_TOKEN_BUDGET)
+    try:
+        return resolve_protocol(name, step_budget_scale=scale, token_budget=tokens,
+                                infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")))
+    except ValueError as exc:
+        flag = "--step-budget-scale" if name in PROTOCOLS else "--protocol"
+        raise pytest.UsageError(f"{flag}: {exc}") from None
+
+
+_THINK = {"on": True, "off": False}
+_EFFORTS = ("none", "minimal", "low", "medium", "high")
+_PROMPTS = ("default", "explicit_submission", "structured")
+
+
+def _ablations(config: pytest.Config, models: dict[str, ModelConfig], protocol: Protocol) -> dict[str, ModelConfig]:
+    """Apply the session-wide switches to every model configuration.
+
+    They change the configuration itself, so they reach the request, the record's `config`
+    and the resume fingerprint (and the cassette key) without a second path.
+    """
+    prompt = str(_opt(config, "agentfloor_system_prompt") or "").strip()
+    think = str(_opt(config, "agentfloor_think") or "").strip().lower()
+    effort = str(_opt(config, "agentfloor_reasoning_effort") or "").strip().lower()
+    if prompt and prompt not in _PROMPTS:
+        raise pytest.UsageError(f"--system-prompt: expected one of {', '.join(_PROMPTS)}, got {prompt!r}")
+    if think and think not in _THINK:
+        raise pytest.UsageError(f"--think: expected on or off, got {think!r}")
+    if effort and effort not in _EFFORTS:
+        raise pytest.UsageError(f"--reasoning-effort: expected one of {', '.join(_EFFORTS)}, got {effort!r}")
+    out = {}
+    for name, m in models.items():
+        update: dict[str, Any] = {}
+        if prompt:
+            update["system_prompt"] = prompt
+        if think and m.provider == "ollama":
+            update["think"] = _THINK[think]
+        if effort and m.provider in ("openai", "local"):
+            update["reasoning_effort"] = effort
+        if protocol.completion_cap is not None:
+            update["max_tokens"] = protocol.completion_cap
+        out[name] = m.model_copy(update=update) if update else m
+    return out

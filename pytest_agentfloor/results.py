@@ -23,14 +23,15 @@ RECORD_SCHEMA = 1
 MAX_TEXT_BYTES = 64 * 1024
 #: the scalar fields that travel in user_properties (and so JUnit XML and xdist reports)
 PROPERTY_FIELDS: tuple[str, ...] = (
-    "model", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
+    "model", "protocol", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
     "failure_mode", "terminal_flag", "termination", "turns", "calls", "tokens_in", "tokens_out",
     "latency_s", "wall_s", "cost_usd",
 )
 
 
 def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
-                 nodeid: str) -> dict[str, Any]:
+                 nodeid: str, *, protocol: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One run's record; `protocol` is the Protocol's params(), so the record says its rules."""
     infra = traj.termination == "provider_error"
     passed = bool(grade and grade.passed and not infra)
     record: dict[str, Any] = {
@@ -38,6 +39,8 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "plugin_version": __version__,
         "nodeid": nodeid,
         "model": config.name,
+        "protocol": (protocol or {}).get("name", traj.protocol),
+        "protocol_params": protocol,
         "task": case.id,
         "tier": case.tier,
         "variant": case.variant,
@@ -53,6 +56,7 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "calls": len(traj.calls),
         "tokens_in": traj.tokens_in,
         "tokens_out": traj.tokens_out,
+        "reasoning_tokens": traj.reasoning_tokens,
         "latency_s": round(traj.latency_s, 6),
         "wall_s": round(traj.wall_s, 6),
         "busy_s": round(traj.busy_s, 6),

@@ -13,12 +13,12 @@ from pydantic import BaseModel, Field
 Termination = Literal[
     "final_answer",  # the model answered in text without calling a tool
     "submitted",  # submit_decision was accepted and no answer text is needed
-    "turn_budget",  # the tier's model-turn budget was used up
-    "call_limit",  # more tool calls than the case allows
-    "token_budget",  # the episode token budget was exceeded
-    "truncated",  # a response was cut off at the completion cap
-    "infeasible",  # success became impossible within the call limit
-    "malformed_call",  # a tool call whose arguments are not a JSON object
+    "turn_budget",  # the protocol's turn limit (AgentFloor: the tier's step budget) was used up
+    "call_limit",  # more tool calls than the case allows (protocols with a call limit)
+    "token_budget",  # the episode token budget was exceeded (protocols with one)
+    "truncated",  # a response was cut off at the completion cap (protocols where that ends the episode)
+    "infeasible",  # success became impossible within the call limit (protocols with that stop)
+    "malformed_call",  # output that is no readable call, or (where the protocol stops on it) non-JSON arguments
     "timeout",  # the episode's wall-clock limit
     "provider_error",  # the endpoint failed after its retries (infrastructure)
 ]
@@ -49,6 +49,7 @@ class Turn(BaseModel):
     tokens_out: int = 0
     latency_s: float = 0.0
     busy_s: float | None = Field(None, description="server-reported processing time (None: not reported)")
+    reasoning_tokens: int | None = Field(None, description="reasoning tokens, where the server reports them")
     leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
 
 
@@ -67,9 +68,10 @@ class Trajectory(BaseModel):
     termination: Termination = "final_answer"
     error: str | None = None
     wall_s: float = 0.0
+    protocol: str | None = Field(None, description="the protocol's name; None in records older than protocols")
     turn_budget: int = 0
-    call_limit: int = 0
-    token_budget: int = 0
+    call_limit: int | None = Field(None, description="None: the protocol enforces no call limit")
+    token_budget: int | None = Field(None, description="None: the protocol enforces no episode token budget")
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -82,6 +84,12 @@ class Trajectory(BaseModel):
     @property
     def tokens_out(self) -> int:
         return sum(t.tokens_out for t in self.turns)
+
+    @property
+    def reasoning_tokens(self) -> int | None:
+        """Summed over the turns whose server reported them; None if none did."""
+        known = [t.reasoning_tokens for t in self.turns if t.reasoning_tokens is not None]
+        return sum(known) if known else None
 
     @property
     def latency_s(self) -> float:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from pytest_agentfloor.config import builtin_models
 from pytest_agentfloor.episode import run_episode
+from pytest_agentfloor.protocol import PROTOCOLS, Protocol
 from pytest_agentfloor.grading import Grade, grade, remaining_steps
 from pytest_agentfloor.matching import subset
 from pytest_agentfloor.providers.scripted import ScriptedProvider
@@ -75,18 +76,21 @@ def _ref_turns(ref: Ref) -> tuple[RefTurn, ...]:
     return tuple(RefTurn(calls=[RefCall(**c) for c in t.get("calls", [])], final=t.get("final")) for t in ref)
 
 
-def play(rc: ResolvedCase, ref: Ref | None = None, *, lax: bool = False) -> Trajectory:
+def play(rc: ResolvedCase, ref: Ref | None = None, *, lax: bool = False,
+         protocol: Protocol = PROTOCOLS["agentfloor"]) -> Trajectory:
     """Replay `ref` (default: the case's own reference) with the oracle through the real episode.
 
     `lax` lifts the turn budget and call limit for the run only (so an over-budget policy can
-    finish); the trajectory then carries the case's real limits again, for grading.
+    finish); the trajectory then carries the limits `protocol` sets for the case, for grading.
     """
     runner = rc if ref is None else rc.model_copy(update={"reference": _ref_turns(ref)})
     if lax:
         runner = runner.model_copy(update={"turn_budget": 99, "call_limit": 99})
-    traj = run_episode(runner, _ORACLE, model="oracle", remaining_steps=None if lax else remaining_steps)
+    traj = run_episode(runner, _ORACLE, model="oracle", protocol=protocol,
+                       remaining_steps=None if lax else remaining_steps)
     if lax:
-        traj.turn_budget, traj.call_limit = rc.turn_budget, rc.call_limit
+        limits = protocol.limits(rc)
+        traj.turn_budget, traj.call_limit, traj.token_budget = limits.turns, limits.calls, limits.tokens
     return traj
 
 

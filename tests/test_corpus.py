@@ -158,7 +158,7 @@ def test_regrade_reports_changed_outcomes_without_a_model(bench: pytest.Pytester
     result = bench.run("python", "-m", "pytest_agentfloor", "regrade", "reports/runs.jsonl", "--cases", "cases",
                        "--write", "reports/regraded.jsonl")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*B1?v0-i0-r0-oracle?: passed -> failed (Q, F3)",
+    result.stdout.fnmatch_lines(["*B1?v0-i0-r0-oracle?: passed -> failed (Q, F5)",
                                  "re-graded 5 record(s): 5 outcome(s) changed; passed 5 -> 0", "wrote *"])
     regraded = [json.loads(x) for x in (bench.path / "reports" / "regraded.jsonl").read_text().splitlines()]
     assert [r["passed"] for r in regraded] == [False] * 5 and all(r["first_unmet"] == "Q" for r in regraded)

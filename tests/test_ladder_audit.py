@@ -1,6 +1,6 @@
 """Validity audit of the AgentFloor ladder (cases/): the content, checked as tests.
 
-* the oracle passes every task x prompt variant x instance, within its budgets;
+* the oracle passes every task x prompt variant x instance, within its budgets, under every protocol;
 * every reference solution is minimal, and every mutation of it is rejected by the right
   obligation (skipped step, wrong branch, extra submission, wrong evidence, unexposed tool,
   over budget) - the mutations are generated from the references, not written per task;
@@ -23,6 +23,7 @@ import pytest
 
 from pytest_agentfloor.grading import remaining_steps
 from pytest_agentfloor.grading.obligations import check_answer
+from pytest_agentfloor.protocol import PROTOCOLS
 from pytest_agentfloor.suite import table
 from pytest_agentfloor.suite.schema import TIER_TURN_BUDGET, TIERS, TOOL_NAMES
 
@@ -44,12 +45,14 @@ def _oracle(cid: str, variant: str = "v0", instance: str = "i0"):
 
 
 # -- the oracle -----------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 @pytest.mark.parametrize("combo", ALL, ids=_id)
-def test_oracle_passes_within_budget(combo: tuple[str, str, str]) -> None:
-    rc, traj = _oracle(*combo)
+def test_oracle_passes_within_budget(combo: tuple[str, str, str], protocol: str) -> None:
+    rc = H.resolved(*combo)
+    traj = H.play(rc, protocol=PROTOCOLS[protocol])
     g = H.judge(rc, traj)
     assert g.passed, g.message(traj)
-    assert len(traj.turns) <= rc.turn_budget
+    assert traj.protocol == protocol and len(traj.turns) <= traj.turn_budget
     assert len(traj.calls) <= rc.call_limit
     assert traj.termination in ("final_answer", "submitted")
     assert remaining_steps(rc, traj) == 0
@@ -203,25 +206,37 @@ def test_unexposed_tool_fails_selection_as_f1(combo: tuple[str, str, str]) -> No
 
 
 # -- budgets -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", ["agentfloor", "legacy"])  # the protocols with tier step budgets
 @pytest.mark.parametrize("combo", V0, ids=_id)
-def test_more_turns_than_the_budget_fails_budget(combo: tuple[str, str, str]) -> None:
+def test_more_turns_than_the_budget_fails_budget(combo: tuple[str, str, str], protocol: str) -> None:
     rc = H.resolved(*combo)
     if rc.tools:
-        traj = H.play(rc, H.over_turn_budget(rc), lax=True)
+        traj = H.play(rc, H.over_turn_budget(rc), lax=True, protocol=PROTOCOLS[protocol])
     else:
-        traj = H.text_turns_over_budget(H.play(rc))
+        traj = H.text_turns_over_budget(H.play(rc, protocol=PROTOCOLS[protocol]))
     assert len(traj.turns) == rc.turn_budget + 1
     g = H.judge(rc, traj)
     assert H.first_code(g) == "B", g.message(traj)
 
 
+@pytest.mark.parametrize("protocol", ["tbb", "legacy"])  # the protocols with a call limit
 @pytest.mark.parametrize("combo", [c for c in V0 if H.resolved(*c).tools], ids=_id)
-def test_more_calls_than_the_limit_fails_budget(combo: tuple[str, str, str]) -> None:
+def test_more_calls_than_the_limit_fails_budget(combo: tuple[str, str, str], protocol: str) -> None:
     rc = H.resolved(*combo)
-    traj = H.play(rc, H.over_call_limit(rc), lax=True)
-    assert len(traj.calls) == rc.call_limit + 1 and len(traj.turns) <= rc.turn_budget
+    traj = H.play(rc, H.over_call_limit(rc), lax=True, protocol=PROTOCOLS[protocol])
+    assert len(traj.calls) == rc.call_limit + 1 and len(traj.turns) <= traj.turn_budget
     g = H.judge(rc, traj)
     assert H.first_code(g) == "B", g.message(traj)
+
+
+@pytest.mark.parametrize("combo", [c for c in V0 if H.resolved(*c).tools], ids=_id)
+def test_agentfloor_has_no_call_limit_for_budget_to_check(combo: tuple[str, str, str]) -> None:
+    """Obligation B checks only what the protocol enforces: agentfloor has no call limit."""
+    rc = H.resolved(*combo)
+    traj = H.play(rc, H.over_call_limit(rc), lax=True, protocol=PROTOCOLS["agentfloor"])
+    assert len(traj.calls) == rc.call_limit + 1 and traj.call_limit is None
+    g = H.judge(rc, traj)
+    assert next(v for v in g.verdicts if v.code == "B").ok, g.message(traj)
 
 
 # -- legitimate alternatives pass -------------------------------------------------------------------

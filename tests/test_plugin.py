@@ -51,13 +51,14 @@ FAULTS = [
     ("exhaust", "tier_B/B1.toml", "Q", "F4"),
     ("resign", "tier_B/B1.toml", "S", "F5"),
     ("plan_only", "tier_B/B1.toml", "S", "F5b"),
-    ("wrong_tool", "tier_B/B1.toml", "S", "F6"),
+    ("wrong_tool", "tier_C/C1.toml", "S", "F6"),  # a wrong tool then a submission: no resignation
     ("partial", "tier_C/C1.toml", "S", "F7"),
-    ("repeat", "tier_B/B1.toml", "C", "F3"),
+    ("repeat", "tier_B/B1.toml", "C", "F5"),  # right answer in text, a repeated call: the authors' F5
+    ("repeat", "tier_C/C1.toml", "C", "F3"),  # the same ending in a submission: the residual
 ]
 
 
-@pytest.mark.parametrize("policy,case,unmet,mode", FAULTS, ids=[f[0] for f in FAULTS])
+@pytest.mark.parametrize("policy,case,unmet,mode", FAULTS, ids=[f"{f[0]}-{f[1][5:7]}" for f in FAULTS])
 def test_fault_policy_gets_its_classification(bench: pytest.Pytester, policy: str, case: str, unmet: str,
                                               mode: str) -> None:
     result = bench.runpytest(f"cases/{case}", "--model", f"fault-{policy}", "--instances", "i0")

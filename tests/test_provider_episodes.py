@@ -144,11 +144,14 @@ def test_text_that_looks_like_a_call_is_no_call(bench: pytest.Pytester, server: 
     assert rec["trajectory"]["turns"][0]["leaked_call"] is True
 
 
-def test_truncation_at_the_completion_cap(bench: pytest.Pytester, server: FakeModelServer) -> None:
+@pytest.mark.parametrize("protocol,termination", [("tbb", "truncated"), ("agentfloor", "final_answer")])
+def test_truncation_at_the_completion_cap(bench: pytest.Pytester, server: FakeModelServer, protocol: str,
+                                          termination: str) -> None:
+    """Under tbb a cut-off reply ends the episode; under agentfloor it is read like any reply."""
     server.responder = lambda body: reply(content="The payment terms are", finish_reason="length")
-    run(bench, "fake-ollama").assert_outcomes(failed=1)
+    run(bench, "fake-ollama", "--protocol", protocol).assert_outcomes(failed=1)
     (rec,) = records(bench)
-    assert (rec["termination"], rec["terminal_flag"]) == ("truncated", "truncation")
+    assert (rec["termination"], rec["terminal_flag"]) == (termination, "truncation")
 
 
 @pytest.mark.parametrize("model", ["fake-openai", "fake-ollama"])

@@ -46,4 +46,5 @@ def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None) -> Grade:
     if first is None:
         return Grade(True, verdicts)
     mode = hook.pytest_agentfloor_failure_mode(case=case, trajectory=traj, verdicts=verdicts) if hook else None
-    return Grade(False, verdicts, first, mode or failure_mode(case, traj, verdicts), terminal_flag(traj))
+    return Grade(False, verdicts, first, mode or failure_mode(case, traj, verdicts),
+                 terminal_flag(traj, verdicts))

@@ -1,7 +1,9 @@
-"""Failure mode (AgentFloor's F1-F7 cascade) and terminal flag of a failed run.
+"""Failure mode (seed 000's F-cascade) and terminal flag (seed 002) of a failed run.
 
-The failure mode says what went wrong in the model's behaviour; the terminal flag says which
-harness limit, if any, ended the episode. Both are pure functions of the graded trajectory.
+The failure mode says what went wrong in the model's behaviour; the terminal flag says how the
+episode ended. Both are pure functions of the case, the trajectory and the obligation verdicts.
+Definitions the paper leaves open follow the AgentFloor authors' harness (harness/metrics.py);
+docs/protocol-agentfloor.md lists each choice.
 """
 
 from __future__ import annotations
@@ -10,13 +12,26 @@ from ..suite.schema import ResolvedCase
 from ..trajectory import Trajectory
 from .obligations import Verdict, required_tools, unselected
 
+#: the strict priority order of seed 000
 FAILURE_MODES: tuple[str, ...] = ("F1", "F2", "F4", "F5", "F5b", "F6", "F7", "F3")
 FAILURE_NAMES: dict[str, str] = {
-    "F1": "hallucinated tool", "F2": "malformed call", "F4": "turn budget exhausted",
-    "F5": "resigned after working", "F5b": "planned without executing", "F6": "wrong tool",
-    "F7": "partial completion", "F3": "other (wrong conclusion)",
+    "F1": "hallucinated tool", "F2": "malformed call", "F4": "step budget exhausted",
+    "F5": "early resignation", "F5b": "plan without execute", "F6": "wrong tool",
+    "F7": "partial completion", "F3": "residual",
 }
+#: seed 002's terminal flags, in order of precedence
 TERMINAL_FLAGS: tuple[str, ...] = ("truncation", "budget", "turn_limit", "infeasible", "wrong_conclusion", "other")
+#: obligations that judge the outcome itself (answer, cited evidence, final state)
+OUTCOME_OBLIGATIONS = frozenset({"Q", "E", "X"})
+
+
+def quit_in_text(traj: Trajectory) -> bool:
+    """The model ended the episode itself with a text reply and took no final action.
+
+    A submission is the task's final action, not a resignation: a wrong one falls through to
+    F6/F7, as in the authors' harness, where an accepted submission ends the run.
+    """
+    return traj.termination == "final_answer" and not traj.submissions
 
 
 def failure_mode(case: ResolvedCase, traj: Trajectory, verdicts: list[Verdict]) -> str:
@@ -24,39 +39,45 @@ def failure_mode(case: ResolvedCase, traj: Trajectory, verdicts: list[Verdict]) 
     calls = traj.calls
     failed = {v.code for v in verdicts if not v.ok}
     required = required_tools(case)
-    work_undone = bool(failed & {"S", "P", "X"})
-    # quitting: the model stopped in text with neither the work done nor the outcome delivered;
-    # a wrong answer after complete work is a wrong conclusion (F3), not a resignation
-    quit_early = traj.termination == "final_answer" and work_undone and bool(failed & {"Q", "X"})
     if any(c.hallucinated for c in calls):
         return "F1"
     if traj.termination == "malformed_call" or any(c.malformed for c in calls):
         return "F2"
-    if traj.termination == "turn_budget":
+    if traj.termination in ("turn_budget", "call_limit"):  # out of steps: turns, or tbb's calls
         return "F4"
-    if quit_early and sum(1 for c in calls if c.ok) >= 2:
-        return "F5"
-    if quit_early and len(calls) <= 1 and (required or case.needs_submission):
-        return "F5b"
+    if quit_in_text(traj):
+        # >= 2 successful calls then quit is F5; <= 1 on a case that needs tools or a submission is
+        # F5b; a case that needs neither (tier A0) has nothing to execute, so a wrong answer is F5
+        needs_work = bool(required) or case.needs_submission
+        return "F5b" if needs_work and sum(1 for c in calls if c.ok) <= 1 else "F5"
     called = {c.name for c in calls}
     if unselected(case, called) and (called - required - {"submit_decision"}):
         return "F6"
-    if work_undone and (called & required or traj.submissions):
+    if failed & {"S", "P", "X"} and (called & required or traj.submissions):
         return "F7"
     return "F3"
 
 
-def terminal_flag(traj: Trajectory) -> str:
-    """How the failed episode ended, in the precedence order of the harness contract."""
+def terminal_flag(traj: Trajectory, verdicts: list[Verdict] | None = None) -> str:
+    """How the failed episode ended, in seed 002's order of precedence.
+
+    (v) wrong conclusion needs a wrong outcome (Q, E or X unmet) from an episode the model ended;
+    a right outcome that broke another term of the contract (a repeated call, an unrequested
+    change of state, a skipped step) is (vi) other. Without verdicts, an ended episode is (v).
+    """
     t = traj.termination
-    if t == "truncated":
+    last = traj.turns[-1] if traj.turns else None
+    if t == "truncated" or (last is not None and last.finish_reason == "length"):
         return "truncation"
-    if t in ("token_budget", "call_limit"):
+    tokens = traj.tokens_in + traj.tokens_out
+    if t in ("token_budget", "call_limit") or (traj.token_budget is not None and tokens > traj.token_budget) \
+            or (traj.call_limit is not None and len(traj.calls) > traj.call_limit):
         return "budget"
-    if t == "turn_budget":
+    if t == "turn_budget" or len(traj.turns) > traj.turn_budget > 0:
         return "turn_limit"
     if t == "infeasible":
         return "infeasible"
     if t in ("final_answer", "submitted"):
-        return "wrong_conclusion"
+        if verdicts is None or any(not v.ok and v.code in OUTCOME_OBLIGATIONS for v in verdicts):
+            return "wrong_conclusion"
     return "other"

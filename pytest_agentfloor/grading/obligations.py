@@ -242,16 +242,20 @@ def governance(case: ResolvedCase, traj: Trajectory) -> Verdict:
 
 _OVER = {"turn_budget": "turn budget used up", "call_limit": "call limit reached",
          "token_budget": "episode token budget exceeded", "truncated": "a reply truncated at the completion cap",
-         "timeout": "episode wall-clock limit reached"}
+         "timeout": "episode wall-clock safety limit reached"}
 
 
 def budget(case: ResolvedCase, traj: Trajectory) -> Verdict:
+    """Only the limits the trajectory's protocol enforced (a None limit was not enforced)."""
     n_calls = len(traj.calls)
     tokens = traj.tokens_in + traj.tokens_out
-    limits = f"<= {traj.turn_budget} turns, <= {traj.call_limit} calls, <= {traj.token_budget} tokens"
+    limits = ", ".join([f"<= {traj.turn_budget} turns"]
+                       + ([f"<= {traj.call_limit} calls"] if traj.call_limit is not None else [])
+                       + ([f"<= {traj.token_budget} tokens"] if traj.token_budget is not None else []))
     if traj.termination in _OVER:
         return Verdict("B", False, limits, _OVER[traj.termination])
-    if len(traj.turns) > traj.turn_budget or n_calls > traj.call_limit or (traj.token_budget and tokens > traj.token_budget):
+    if (len(traj.turns) > traj.turn_budget or (traj.call_limit is not None and n_calls > traj.call_limit)
+            or (traj.token_budget is not None and tokens > traj.token_budget)):
         return Verdict("B", False, limits, f"{len(traj.turns)} turns, {n_calls} calls, {tokens} tokens")
     return _pass("B")
 

@@ -37,6 +37,7 @@ class Reply:
     #: the server's own processing time for this request (llama.cpp ``timings``, Ollama durations),
     #: without time spent queued behind other requests; None when the server does not report it
     busy_s: float | None = None
+    reasoning_tokens: int | None = None  # where the server reports them (part of tokens_out)
 
 
 def busy_seconds(*parts: object, scale: float) -> float | None:

@@ -3,9 +3,10 @@
 Retries are ours, not the client's (`max_retries=0`), so every endpoint follows the same
 policy and the error that ends an episode says what happened on the last attempt.
 
-`config.think` is ignored here: Chat Completions has no portable on/off switch for reasoning
-(`reasoning_effort` is OpenAI-specific and takes levels, not a boolean), and sending an
-unknown field to a compatible server can make it reject the request.
+`config.think` is ignored here: Chat Completions has no portable on/off switch for reasoning.
+Its reasoning knob is `config.reasoning_effort` (sent as `reasoning_effort` only when set,
+since an unknown field can make a compatible server reject the request); reasoning tokens
+are recorded when the usage reports `completion_tokens_details.reasoning_tokens`.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class OpenAIProvider:
             request["tool_choice"] = "auto"
         if cfg.seed is not None:
             request["seed"] = cfg.seed
+        if cfg.reasoning_effort is not None:
+            request["reasoning_effort"] = cfg.reasoning_effort
         first_id = calls_so_far(messages)
         return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
                             endpoint=self.endpoint, sleep=_backoff_sleep)
@@ -182,7 +185,13 @@ class OpenAIProvider:
             tokens_out=_int(getattr(usage, "completion_tokens", 0)),
             latency_s=latency,
             busy_s=busy,
+            reasoning_tokens=_reasoning_tokens(usage),
         )
+
+
+def _reasoning_tokens(usage: Any) -> int | None:
+    value = _field(_field(usage, "completion_tokens_details"), "reasoning_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _field(obj: Any, key: str) -> Any:
