@@ -108,8 +108,8 @@ def test_budget_and_completion() -> None:
     assert (g.first_unmet.code, g.terminal_flag) == ("B", "budget")
     repeated = good()
     repeated[2].append(call(2, "lookup_record", {"record_id": "R-1"}, repeated=True))
-    g = grade(CASE, traj(repeated))
-    assert (g.first_unmet.code, g.failure_mode) == ("C", "F3")
+    g = grade(CASE, traj(repeated))  # ended by a submission, not a resignation: the residual
+    assert (g.first_unmet.code, g.failure_mode, g.terminal_flag) == ("C", "F3", "other")
 
 
 def test_cascade_priority() -> None:
@@ -138,29 +138,136 @@ def test_terminal_flags(termination: str, flag: str) -> None:
     assert terminal_flag(traj([], termination=termination)) == flag
 
 
-@pytest.mark.parametrize("check,text,ok", [
-    ({"kind": "label", "labels": ["billing", "access"], "expected": "billing"}, "Billing.", True),
-    ({"kind": "label", "labels": ["billing", "access"], "expected": "billing"}, "billing or access", False),
-    ({"kind": "label", "labels": ["billing", "access"], "expected": "billing"}, "rebilling", False),
-    ({"kind": "contains", "values": ["Net 45"]}, "terms: net  45", True),
-    ({"kind": "not_contains", "values": ["Net 30"]}, "Net 30", False),
-    ({"kind": "json_fields", "fields": {"owner": "Priya", "n": 3}}, 'x ```json\n{"owner": "priya", "n": "3"}\n```', True),
-    ({"kind": "json_fields", "fields": {"owner": "Priya"}}, "owner: Priya", False),
-    ({"kind": "regex", "pattern": r"^\d{3}$"}, "340", True),
-    ({"kind": "max_words", "expected": 2}, "one two three", False),
-    ({"kind": "number", "expected": 340}, "There are 340 units.", True),
-    ({"kind": "number", "expected": 1250}, "Total: 1,250.00", True),
-    ({"kind": "number", "expected": 340}, "3400", False),
-    ({"kind": "number", "expected": 4471}, "see PRJ-4471", False),
-    ({"kind": "number", "expected": -3}, "a change of -3 units", True),
-    ({"kind": "number", "expected": 2}, "model v2", False),
-])
-def test_answer_checks(check: dict, text: str, ok: bool) -> None:
-    assert check_answer(AnswerCheck.model_validate(check), text)[0] is ok
+# -- the cascade table: constructed trajectories and the label seed 000 (and, where the paper is
+# silent, the authors' harness/metrics.py) gives them -----------------------------------------------
+ANSWER = resolve(parse_case({
+    "id": "T2", "tier": "B", "title": "chain answered in text", "prompts": {"v0": "p"},
+    "tools": ["search_records", "lookup_record", "list_options"],
+    "fixtures": {"records": [{"id": "CUS-1", "collection": "c", "name": "one", "fields": {"terms": "Net 45"}}]},
+    "gold": {"answer": [{"kind": "contains", "values": ["Net 45"]}]},
+    "steps": [{"id": "find", "tool": "search_records"},
+              {"id": "read", "tool": "lookup_record", "args": {"record_id": "CUS-1"}, "after": ["find"]}],
+    "reference": [{"calls": [{"tool": "search_records", "args": {"query": "one"}}]},
+                  {"calls": [{"tool": "lookup_record", "args": {"record_id": "CUS-1"}}]}, {"final": "Net 45"}],
+}, "T2.toml"), "v0", "i0", "h")
+NO_TOOLS = resolve(parse_case({
+    "id": "T0", "tier": "A0", "title": "no tools", "prompts": {"v0": "p"},
+    "gold": {"answer": [{"kind": "contains", "values": ["blue"]}]}, "reference": [{"final": "blue"}],
+}, "T0.toml"), "v0", "i0", "h")
+
+SEARCH = ("search_records", {"query": "one"})
+READ = ("lookup_record", {"record_id": "CUS-1"})
+READ_BAD = ("lookup_record", {"record_id": "CUS-9"})
+FAKE = ("fetch_everything", {})
+WRONG = ("list_options", {"category": "c"})
 
 
-def test_answer_check_needs_its_parameters() -> None:
-    with pytest.raises(ValueError, match="needs 'values'"):
-        AnswerCheck.model_validate({"kind": "contains"})
-    with pytest.raises(ValueError, match="not in labels"):
-        AnswerCheck.model_validate({"kind": "label", "labels": ["a"], "expected": "b"})
+def ep(case, turns: list[list[tuple]], *, end: str = "final_answer", final: str | None = None,
+       submissions: list[dict] | None = None, budget: int = 4, calls: int | None = None,
+       last_finish: str = "stop") -> Trajectory:
+    """A trajectory from (tool, args[, status[, flags]]) tuples per turn, plus an optional final text turn."""
+    built = []
+    for i, cs in enumerate(turns):
+        out = []
+        for spec in cs:
+            name, args, status, flags = (*spec, "ok", {})[:4] if len(spec) == 2 else (*spec, {})[:4]
+            if name == "lookup_record" and args.get("record_id") == "CUS-9":
+                status = "error"
+            if name == "fetch_everything":
+                status, flags = "error", {"hallucinated": True, **flags}
+            c = ToolCall(turn=i, id=f"c{i}{len(out)}", name=name, raw_arguments=json.dumps(args), arguments=args,
+                         result={"status": status, "data": {"id": args.get("record_id", ""), "terms": "Net 45"}},
+                         **flags)
+            out.append(c)
+        built.append(Turn(index=i, calls=out))
+    if final is not None:
+        built.append(Turn(index=len(built), content=final))
+    if built:
+        built[-1].finish_reason = last_finish
+    seen: set[str] = set()
+    for c in (c for t in built for c in t.calls):
+        key = f"{c.name}:{json.dumps(c.arguments, sort_keys=True)}"
+        c.repeated = c.repeated or key in seen
+        if c.ok:
+            seen.add(key)
+    return Trajectory(case_id=case.id, tier=case.tier, variant="v0", instance="i0", run=0, model="m",
+                      tools=list(case.tools), turns=built, final_answer=final, termination=end,
+                      submissions=submissions or [], turn_budget=budget, call_limit=calls)
+
+
+MALFORMED = ("lookup_record", {}, "error", {"malformed": True})
+MALFORMED_FAKE = ("fetch_everything", {}, "error", {"malformed": True})
+CASCADE = [
+    # (row id, case, trajectory, first unmet, failure mode, terminal flag)
+    ("full work then a wrong answer", ANSWER, ep(ANSWER, [[SEARCH], [READ]], final="Net 30"), "Q", "F5",
+     "wrong_conclusion"),
+    ("hallucinated tools until the budget ran out", ANSWER, ep(ANSWER, [[FAKE]] * 4, end="turn_budget"), "S", "F1",
+     "turn_limit"),
+    ("two failed calls then quit", ANSWER, ep(ANSWER, [[READ_BAD], [READ_BAD]], final="I could not find it."), "S",
+     "F5b", "wrong_conclusion"),
+    ("right answer but a repeated call", ANSWER, ep(ANSWER, [[SEARCH], [READ], [READ]], final="Net 45"), "C", "F5",
+     "other"),
+    ("hallucinated and malformed in one episode", ANSWER, ep(ANSWER, [[MALFORMED], [FAKE]], final="?"), "S", "F1",
+     "wrong_conclusion"),
+    ("a call both hallucinated and malformed", ANSWER, ep(ANSWER, [[MALFORMED_FAKE]], final="?"), "S", "F1",
+     "wrong_conclusion"),
+    ("exactly one successful call before quitting", ANSWER, ep(ANSWER, [[SEARCH]], final="No idea."), "S", "F5b",
+     "wrong_conclusion"),
+    ("exactly two successful calls before quitting", ANSWER, ep(ANSWER, [[SEARCH], [WRONG]], final="No idea."), "S",
+     "F5", "wrong_conclusion"),
+    ("turn budget used up with a malformed call", ANSWER, ep(ANSWER, [[SEARCH], [MALFORMED]] * 2, end="turn_budget"),
+     "P", "F2", "turn_limit"),
+    ("working until the turn budget ran out", ANSWER, ep(ANSWER, [[SEARCH], [READ], [WRONG], [WRONG]],
+                                                          end="turn_budget"), "Q", "F4", "turn_limit"),
+    ("tbb: calls until the call limit", ANSWER, ep(ANSWER, [[SEARCH], [READ], [WRONG]], end="call_limit", calls=2),
+     "Q", "F4", "budget"),
+    ("a wrong answer with no tools to use", NO_TOOLS, ep(NO_TOOLS, [], final="red", budget=1), "Q", "F5",
+     "wrong_conclusion"),
+    ("agentfloor: a truncated last reply read as the answer", ANSWER,
+     ep(ANSWER, [[SEARCH], [READ]], final="The terms are", last_finish="length"), "Q", "F5", "truncation"),
+    ("truncation beats the call limit", ANSWER, ep(ANSWER, [[SEARCH], [READ]], end="truncated", calls=1,
+                                                   last_finish="length"), "Q", "F3", "truncation"),
+    ("wall-clock timeout after the work", ANSWER, ep(ANSWER, [[SEARCH], [READ]], end="timeout"), "Q", "F3", "other"),
+    ("tbb: infeasibility stop after a wrong tool", ANSWER, ep(ANSWER, [[WRONG]], end="infeasible", calls=2), "S",
+     "F6", "infeasible"),
+    # submission cases: a submission is a final action, so a failure falls to F6/F7/F3
+    ("wrong tool, then a submission", CASE, traj([[call(0, "search_records", {"query": "x"})],
+                                                  [call(1, "list_options", {"category": "c"})],
+                                                  [call(2, "submit_decision", SUBMIT)]]), "S", "F6",
+     "wrong_conclusion"),  # it cites R-2, which it never read: the outcome itself is wrong
+    ("partial work, then a submission", CASE, traj([[call(0, "search_records", {"query": "x"})],
+                                                    [call(1, "lookup_record", {"record_id": "R-1"})],
+                                                    [call(2, "submit_decision", SUBMIT)]]), "P", "F7",
+     "wrong_conclusion"),
+    ("full work, then a wrong submission", CASE, traj(good(), submissions=[dict(SUBMIT, record_id="R-1")]), "X",
+     "F7", "wrong_conclusion"),
+    ("right submission, then an unrequested second one", CASE,
+     traj(good() + [[call(4, "submit_decision", SUBMIT, status="error")]]), "G", "F3", "other"),
+]
+
+
+@pytest.mark.parametrize("row,case,trajectory,unmet,mode,flag", CASCADE, ids=[r[0] for r in CASCADE])
+def test_cascade_table(row: str, case, trajectory: Trajectory, unmet: str, mode: str, flag: str) -> None:
+    if row.startswith("right submission"):
+        trajectory.turns[-1].calls[0].result = {"status": "error", "error_type": "already_submitted"}
+    g = grade(case, trajectory)
+    assert not g.passed
+    assert (g.first_unmet.code, g.failure_mode, g.terminal_flag) == (unmet, mode, flag), g.message(trajectory)
+
+
+def test_the_reference_of_each_table_case_passes() -> None:
+    """The table's cases are gradeable: their reference solutions pass, so each row fails for its reason."""
+    assert grade(ANSWER, ep(ANSWER, [[SEARCH], [READ]], final="Net 45")).passed
+    assert grade(NO_TOOLS, ep(NO_TOOLS, [], final="blue", budget=1)).passed
+    assert grade(CASE, traj(good())).passed
+
+
+def test_budget_checks_only_the_limits_the_protocol_enforced() -> None:
+    """No call limit or token budget recorded (agentfloor): many calls and tokens are no B failure."""
+    many = ep(ANSWER, [[SEARCH, WRONG, ("list_options", {"category": "d"}), ("list_options", {"category": "e"})],
+                       [READ]], final="Net 45", budget=3)
+    many.turns[0].tokens_in = 10**6
+    assert next(v for v in grade(ANSWER, many).verdicts if v.code == "B").ok
+    many.call_limit, many.token_budget = 3, 128_000
+    b = next(v for v in grade(ANSWER, many).verdicts if v.code == "B")
+    assert not b.ok and "<= 3 calls" in b.expected and "<= 128000 tokens" in b.expected
