@@ -205,6 +205,12 @@ def resume_key(model: str, task: str, variant: str, instance: str, run: int, cas
     return f"{model}|{task}|{variant}|{instance}|{run}|{case_hash}|{config_fp}"
 
 
+def record_key(r: dict[str, Any]) -> str:
+    """The resume key of a stored record (KeyError, TypeError or ValueError if a field is missing or wrong)."""
+    return resume_key(*(_text(r[k]) for k in ("model", "task", "variant", "instance")), int(r["run"]),
+                      _text(r["case_hash"]), config_fingerprint(r["config"], r.get("protocol_params")))
+
+
 def completed_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The last complete, graded record of every item in a runs.jsonl, by resume key.
 
@@ -217,8 +223,7 @@ def completed_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]
         if r.get("infra_error") or "trajectory" not in r or "config" not in r:
             continue
         try:
-            key = resume_key(*(_text(r[k]) for k in ("model", "task", "variant", "instance")), int(r["run"]),
-                             _text(r["case_hash"]), config_fingerprint(r["config"], r.get("protocol_params")))
+            key = record_key(r)
             missing = [k for k in PROPERTY_FIELDS if k not in r]
             if missing:
                 raise KeyError(missing[0])

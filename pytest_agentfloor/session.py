@@ -206,6 +206,7 @@ class AgentFloorSession:
             "partial_reasons": reasons,
             "selection": sel,
             "resumed_items": len(self.resumed),
+            "protocol": self.settings.protocol.params(),
             "exit_status": int(exitstatus),
         }
 
@@ -282,15 +283,14 @@ class AgentFloorSession:
 
     @staticmethod
     def _drop_records(path: Path, keys: set[str]) -> None:
-        from .corpus import config_fingerprint, resume_key
+        from .corpus import record_key
         from .report.files import atomic_write
 
         kept = []
         for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
             try:
                 r = json.loads(line)
-                key = resume_key(r["model"], r["task"], r["variant"], r["instance"], r["run"], r["case_hash"],
-                                 config_fingerprint(r["config"]))
+                key = record_key(r)
             except (ValueError, KeyError, TypeError):
                 key = None
             if key not in keys:
@@ -309,6 +309,8 @@ class AgentFloorSession:
                           f"{cls} ({detail}); --run-non-capable runs them", yellow=True, bold=True)
         if self.resumed:
             tr.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
+        if self.all_records():
+            tr.write_line(f"agentfloor protocol {self.settings.protocol.describe()}")
         if self.report_error:
             tr.write_line(f"agentfloor: {self.report_error}", red=True)
         records = self.all_records()

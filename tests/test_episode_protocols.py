@@ -296,3 +296,13 @@ def test_switches_leave_providers_without_the_knob_alone(http_bench: pytest.Pyte
     """--think is Ollama's switch and --reasoning-effort the OpenAI-compatible one: neither leaks across."""
     rec = _run(http_bench, "fake-openai", "--think", "off")
     assert "think" not in server.requests[0] and rec["config"]["think"] is None
+
+
+def test_the_terminal_summary_names_the_protocol(bench: pytest.Pytester) -> None:
+    result = bench.runpytest(*ONE, "--model", "oracle", "--protocol", "tbb")
+    result.stdout.fnmatch_lines(["agentfloor protocol tbb: call limit + 2 turns, call limit = reference calls + 2, "
+                                 "128,000 episode tokens, completion cap 1,024, truncation ends the episode, "
+                                 "infeasibility stop, infra errors count as failures"])
+    result = bench.runpytest(*ONE, "--model", "oracle", "--step-budget-scale", "2")
+    result.stdout.fnmatch_lines(["agentfloor protocol agentfloor: tier step budget x2, "
+                                 "infra errors excluded from TCR"])
