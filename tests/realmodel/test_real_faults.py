@@ -89,7 +89,8 @@ def test_a_server_that_never_answers_cannot_hang_the_run(pytester: pytest.Pytest
 def test_a_broken_tool_call_is_the_models_malformed_call(pytester: pytest.Pytester, proxy: FaultProxy,
                                                         fault: str, words: str) -> None:
     proxy.push(fault)
-    result = run(a1(pytester, proxy))
+    # legacy (like tbb) ends the episode at a malformed call; agentfloor would let the model retry
+    result = run(a1(pytester, proxy), extra=("--protocol", "legacy"))
     result.assert_outcomes(failed=1)
     (rec,) = records(pytester)
     assert (rec["termination"], rec["failure_mode"]) == ("malformed_call", "F2")
