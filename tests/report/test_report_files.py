@@ -62,8 +62,8 @@ def make_records(seed: int = 0, runs: int = 2) -> list[dict]:
                             out.append({
                                 "schema": 1, "plugin_version": "0.1.0",
                                 "nodeid": f"cases/tier_{tier}/{task}.toml::{task}[{v}-{inst}-r{run}-{model}]",
-                                "model": model, "task": task, "tier": tier, "variant": v, "instance": inst, "run": run,
-                                "passed": passed, "infra_error": infra,
+                                "model": model, "protocol": "agentfloor", "task": task, "tier": tier, "variant": v,
+                                "instance": inst, "run": run, "passed": passed, "infra_error": infra,
                                 "first_unmet": rng.choice("SPQX") if failed else None,
                                 "failure_mode": rng.choice(MODES) if failed else None,
                                 "terminal_flag": (rng.choice(["wrong_conclusion", "turn_limit", "budget"])
