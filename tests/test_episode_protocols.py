@@ -210,9 +210,15 @@ def test_resume_never_mixes_protocols_or_ablations(bench: pytest.Pytester) -> No
     base = (*ONE, "--model", "oracle", "--resume")
     bench.runpytest(*base).assert_outcomes(passed=1)
     assert bench.runpytest(*base).parseoutcomes().get("deselected") == 1  # same condition: resumed
-    for other in (("--protocol", "tbb"), ("--step-budget-scale", "2"), ("--system-prompt", "structured")):
-        bench.runpytest(*base, *other).assert_outcomes(passed=1)  # a different condition runs again
-    assert len(records(bench)) == 4
+    for other, field, value in ((("--protocol", "tbb"), "protocol", "tbb"),
+                                (("--step-budget-scale", "2"), "protocol_params", 2.0),
+                                (("--system-prompt", "structured"), "config", "structured")):
+        result = bench.runpytest(*base, *other)
+        result.assert_outcomes(passed=1)  # a different condition runs again, nothing resumed
+        assert "resumed" not in result.stdout.str()
+        (rec,) = records(bench)
+        got = rec[field] if field == "protocol" else rec[field].get("step_budget_scale", rec[field].get("system_prompt"))
+        assert got == value
 
 
 # -- the ablation switches reach the request over real HTTP ------------------------------------------
