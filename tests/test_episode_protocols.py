@@ -194,7 +194,7 @@ def test_protocol_from_ini_and_step_budget_scale_in_the_record(bench: pytest.Pyt
     (("--step-budget-scale", "0"), "--step-budget-scale: expected a positive number, got '0'"),
     (("--step-budget-scale", "two"), "--step-budget-scale: expected a positive number, got 'two'"),
     (("--protocol", "tbb", "--step-budget-scale", "2"), "--step-budget-scale: the tbb protocol's turn limit*"),
-    (("--token-budget", "lots"), "--token-budget: expected a whole number, got 'lots'"),
+    (("--token-budget", "lots"), "--token-budget: expected a whole number*got 'lots'"),
     (("--system-prompt", "chatty"), "--system-prompt: expected one of default, explicit_submission, structured*"),
     (("--think", "maybe"), "--think: expected on or off, got 'maybe'"),
     (("--reasoning-effort", "max"), "--reasoning-effort: expected one of none, minimal, low, medium, high*"),
