@@ -66,7 +66,7 @@ def probe_tools() -> list[dict[str, Any]]:
 def _leak_pattern(tool: str) -> re.Pattern[str]:
     name = re.escape(tool)
     return re.compile(
-        r"<\s*/?\s*tool_call\s*>"                                   # Hermes/Qwen tags
+        r"<\s*(?:/\s*)?tool_call\s*>"                              # Hermes/Qwen tags (no \s*\s* backtracking)
         r"|<\|?\s*(?:tool_call|python_tag|function_call)"          # other families' call markers
         r"|\[TOOL_CALLS\]"                                         # Mistral
         r"|<function(?:=|\s*>|\s+name\s*=)"                        # <function=name> / <function name=...>

@@ -17,6 +17,7 @@ _UNSAFE_LINES = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-
 
 
 _TAG = re.compile(r"<(?=[A-Za-z/!?])")  # only a '<' that could open HTML; 'p < 0.05' stays readable
+_ENTITY = re.compile(r"&(?=#?\w+;)")  # only an '&' that would start a character reference
 
 
 def _visible(m: re.Match[str]) -> str:
@@ -32,7 +33,7 @@ def safe_text(text: object, *, multiline: bool = True) -> str:
 
 def safe_markdown(text: object) -> str:
     """One table cell or line of Markdown: no controls, no raw HTML, no table breaks."""
-    s = safe_text(text, multiline=False).replace("&", "&amp;") if "&#" in str(text) else safe_text(text, multiline=False)
+    s = _ENTITY.sub("&amp;", safe_text(text, multiline=False))
     return _TAG.sub("&lt;", s).replace("|", "\\|")
 
 

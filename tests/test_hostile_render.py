@@ -84,3 +84,7 @@ def test_markdown_cells_escape_markup_from_names(tmp_path: Path) -> None:
     table.add(["<script>x</script>|\x1b[2J", "1.0"])
     text = md_table(table)
     assert "<script>" not in text and "\x1b" not in text and "&lt;script>x&lt;/script>\\|\\x1b[2J" in text
+
+
+def test_markdown_keeps_character_references_literal() -> None:
+    assert safe_markdown("a &lt; b &#60; R&D") == "a &amp;lt; b &amp;#60; R&D"

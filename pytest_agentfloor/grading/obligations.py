@@ -75,17 +75,28 @@ def remaining_steps(case: ResolvedCase, traj: Trajectory) -> int:
 
 
 # -- answer checks -------------------------------------------------------------------------
+def _fenced_object(text: str) -> str | None:
+    """The first ```json {...}``` block, found in linear time (a regex over model text that
+    is full of fences backtracks quadratically: minutes for a few hundred kilobytes)."""
+    parts = text.split("```")
+    for inner in parts[1:-1]:
+        body = inner.removeprefix("json").strip()
+        if body.startswith("{") and body.endswith("}"):
+            return body
+    return None
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     text = text.strip()
-    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
-    candidates = [fenced.group(1)] if fenced else []
+    fenced = _fenced_object(text)
+    candidates = [fenced] if fenced else []
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
         candidates.append(text[start:end + 1])
     for c in candidates:
         try:
             obj = json.loads(c)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or JSON too deep or too large to read
             continue
         if isinstance(obj, dict):
             return obj
