@@ -14,14 +14,13 @@ import pytest
 
 from .config import ModelConfig
 from .corpus import config_fingerprint, resume_key
-from .episode import run_episode
-from .grading import grade, remaining_steps
 from .options import settings_key
 from .providers.base import ProviderError
 from .render import safe_text
 from .results import build_record, properties
-from .suite.loader import CaseError, load_case, resolve
-from .suite.schema import Case, ResolvedCase
+from .kinds import CaseKind, Entry, kind_named, load_file
+from .suite.loader import CaseError
+from .suite.schema import ResolvedCase
 from .trajectory import Trajectory
 
 
@@ -37,45 +36,50 @@ def play(settings: Any, case: ResolvedCase, model: ModelConfig, provider: Any, r
     """Run one episode of `case` under the session's protocol (items and the user fixture share this)."""
     if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
         provider = provider.at_run(run)
-    return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
-                       protocol=settings.protocol, timeout_s=settings.episode_timeout,
-                       remaining_steps=remaining_steps)
+    return kind_named("episode").play(settings, case, model, provider, run)
+
+
+_markers_key = pytest.StashKey[set]()
+
+
+def _register_marker(config: pytest.Config, name: str) -> None:
+    """Markers named by case data (a call site's installation, a sub-group) exist under --strict-markers."""
+    known = config.stash.setdefault(_markers_key, set())
+    if name not in known:
+        if not any(line.split(":")[0].split("(")[0].strip() == name for line in config.getini("markers")):
+            config.addinivalue_line("markers", f"{name}: agentfloor case marker (from case data)")
+        known.add(name)
 
 
 class CaseFile(pytest.File):
-    """One case file; its items are (variant, instance, run, model) combinations."""
+    """One case file; its items are (case, variant, instance, run, model) combinations.
 
-    case: Case
-    content_hash: str
+    What a case is, how it expands and plays, belongs to its kind (:mod:`.kinds`); a file may
+    hold one case (the ladder) or many (a call-site table).
+    """
 
     def collect(self) -> Iterator["CaseItem"]:
-        self.case, self.content_hash = load_case(self.path)
-        first = self.config.stash.setdefault(case_ids_key, {}).setdefault(self.case.id, self.path)
-        if first != self.path:  # records are keyed by case id: a second file would silently replace them
-            raise CaseError(self.path, [f"id: case id {self.case.id!r} is already defined in {first}; "
-                                        "every case file needs its own id"])
-        self._resolved: dict[tuple[str, str], ResolvedCase] = {}
+        self.kind, entries = load_file(self.path)
+        ids = self.config.stash.setdefault(case_ids_key, {})
+        for entry in entries:
+            first = ids.setdefault(entry.id, self.path)
+            if first != self.path:  # records are keyed by case id: a second file would silently replace them
+                raise CaseError(self.path, [f"id: case id {entry.id!r} is already defined in {first}; "
+                                            "every case file needs its own id"])
         settings = self.config.stash[settings_key]
-        variants = [v for v in sorted(self.case.prompts, key=lambda v: int(v[1:]))
-                    if settings.variants is None or v in settings.variants]
-        instances = [i for i in ["i0", *sorted(self.case.instances, key=lambda i: int(i[1:]))]
-                     if settings.instances is None or i in settings.instances]
-        for model in settings.selected:
-            fingerprint = config_fingerprint(model.public(), settings.protocol.params())
-            for v in variants:
-                for i in instances:
+        for entry in entries:
+            specs = [(v, i) for v, i in entry.specs
+                     if (settings.variants is None or v in settings.variants)
+                     and (settings.instances is None or i in settings.instances)]
+            for model in settings.selected:
+                fingerprint = config_fingerprint(model.public(), settings.protocol.params())
+                for v, i in specs:
                     for r in range(settings.runs):
-                        item = CaseItem.from_parent(self, name=f"{self.case.id}[{v}-{i}-r{r}-{model.name}]",
-                                                    variant=v, instance=i, run=r, model=model)
-                        item.resume_key = resume_key(model.name, self.case.id, v, i, r, self.content_hash,
+                        item = CaseItem.from_parent(self, name=f"{entry.id}[{v}-{i}-r{r}-{model.name}]",
+                                                    entry=entry, variant=v, instance=i, run=r, model=model)
+                        item.resume_key = resume_key(model.name, entry.id, v, i, r, entry.content_hash,
                                                      fingerprint)
                         yield item
-
-    def resolved(self, variant: str, instance: str) -> ResolvedCase:
-        key = (variant, instance)
-        if key not in self._resolved:
-            self._resolved[key] = resolve(self.case, variant, instance, self.content_hash)
-        return self._resolved[key]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, CaseError):
@@ -92,20 +96,25 @@ class InfrastructureError(Exception):
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, variant: str, instance: str, run: int, model: ModelConfig, **kw: Any):
+    def __init__(self, *, entry: Entry, variant: str, instance: str, run: int, model: ModelConfig, **kw: Any):
         super().__init__(**kw)
-        self.variant, self.instance, self.run, self.model = variant, instance, run, model
-        case: Case = self.parent.case  # type: ignore[union-attr]
+        self.entry, self.variant, self.instance, self.run, self.model = entry, variant, instance, run, model
         self.add_marker("agentfloor")
-        self.add_marker(f"tier_{case.tier}")
+        for marker in entry.markers:
+            _register_marker(self.config, marker)
+            self.add_marker(marker)
         self.add_marker(pytest.mark.xdist_group(model.name))
-        self.extra_keyword_matches.update({case.id, model_keyword(model.name)})
+        self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})
         self.trajectory = None
         self.resume_key = ""
 
     @property
-    def resolved_case(self) -> ResolvedCase:
-        return self.parent.resolved(self.variant, self.instance)  # type: ignore[union-attr]
+    def resolved_case(self) -> Any:
+        return self.entry.resolve(self.variant, self.instance)
+
+    @property
+    def kind(self) -> CaseKind:
+        return self.parent.kind  # type: ignore[union-attr]
 
     def setup(self) -> None:
         """Run the episode; an endpoint that keeps failing makes the item an error, not a failure."""
@@ -122,7 +131,9 @@ class CaseItem(pytest.Item):
                                          instance=case.instance, run=self.run, model=self.model.name,
                                          tools=list(case.tools), termination="provider_error", error=str(exc))
         else:
-            self.trajectory = play(settings, case, self.model, provider, self.run)
+            if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
+                provider = provider.at_run(self.run)
+            self.trajectory = self.kind.play(settings, case, self.model, provider, self.run)
         if self.trajectory.termination == "provider_error":
             self._save_record(None)
             raise InfrastructureError(safe_text(
@@ -131,7 +142,7 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         case, traj = self.resolved_case, self.trajectory
         assert traj is not None
-        result = grade(case, traj, self.ihook)
+        result = self.kind.grade(case, traj, self.ihook)
         self._save_record(result)
         if not result.passed:
             raise CaseFailed(result.message(traj))

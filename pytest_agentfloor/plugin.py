@@ -16,6 +16,7 @@ import pytest
 from . import hookspec
 from .config import ModelConfig
 from .grading import grade
+from .kinds import all_kinds
 from .items import CaseFile, CaseItem, InfrastructureError, play
 from .options import gate_spec, add_options, read_settings, settings_key
 from .providers.base import Provider
@@ -38,6 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agentfloor: an AgentFloor benchmark episode")
     for tier in TIERS:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
+    for kind in all_kinds():
+        for name, text in kind.markers.items():
+            config.addinivalue_line("markers", f"{name}: {text}")
     settings = read_settings(config)
     config.stash[settings_key] = settings
     if not hasattr(config, "workerinput"):
@@ -85,7 +89,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 # -- collection ---------------------------------------------------------------------------
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix == ".toml" and file_path.parent.name.startswith("tier_"):
+    if file_path.suffix == ".toml" and (file_path.parent.name.startswith("tier_") or "callsite" in file_path.parent.parts):
         return CaseFile.from_parent(parent, path=file_path)
     return None
 

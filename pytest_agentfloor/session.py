@@ -34,10 +34,11 @@ def targets_cases(config: pytest.Config) -> bool:
     for arg in config.args:
         p = (base / arg.split("::")[0]).resolve()
         if p.is_file():
-            if p.suffix == ".toml" and p.parent.name.startswith("tier_"):
+            if p.suffix == ".toml" and (p.parent.name.startswith("tier_") or "callsite" in p.parent.parts):
                 return True
         elif p.is_dir():
-            if p.name.startswith("tier_") or any(c.is_dir() and c.name.startswith("tier_") for c in p.iterdir()):
+            if p.name.startswith(("tier_", "callsite")) or "callsite" in p.parts or any(
+                    c.is_dir() and c.name.startswith(("tier_", "callsite")) for c in p.iterdir()):
                 return True
     return False
 

@@ -1,0 +1,117 @@
+"""The seam between case data and the one path every case takes: a registry of case kinds.
+
+A case file names its kind (``kind = "callsite"``; no key means the ladder's ``episode``). The
+kind turns the parsed file into entries (one per case, with its markers and (variant, instance)
+specs), plays one resolved case into a Trajectory and grades it. Everything after the
+Trajectory (records, user_properties, xdist, resume, statistics, reports) is shared and does
+not ask which kind produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from .suite.loader import CaseError, parse_case, resolve
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One case of a file, ready to be expanded into items."""
+
+    id: str
+    content_hash: str
+    specs: tuple[tuple[str, str], ...]  # (variant, instance) pairs, in item order
+    markers: tuple[str, ...]  # marker names the items carry (registered by the plugin)
+    resolve: Callable[[str, str], Any] = field(compare=False, repr=False)
+
+
+class CaseKind(Protocol):
+    name: str
+    #: marker name -> description, registered at configure time
+    markers: dict[str, str]
+
+    def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]: ...
+
+    def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any: ...
+
+    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any: ...
+
+
+class EpisodeKind:
+    """The ladder: one case per file, expanded over prompt variants and instances."""
+
+    name = "episode"
+    markers: dict[str, str] = {}
+
+    def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
+        case = parse_case(data, path)
+        variants = sorted(case.prompts, key=lambda v: int(v[1:]))
+        instances = ["i0", *sorted(case.instances, key=lambda i: int(i[1:]))]
+        cache: dict[tuple[str, str], Any] = {}
+
+        def _resolve(variant: str, instance: str) -> Any:
+            if (variant, instance) not in cache:
+                cache[(variant, instance)] = resolve(case, variant, instance, content_hash)
+            return cache[(variant, instance)]
+
+        return [Entry(case.id, content_hash, tuple((v, i) for v in variants for i in instances),
+                      (f"tier_{case.tier}",), _resolve)]
+
+    def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any:
+        from .episode import run_episode
+        from .grading import remaining_steps
+
+        return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
+                           protocol=settings.protocol, timeout_s=settings.episode_timeout,
+                           remaining_steps=remaining_steps)
+
+    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any:
+        from .grading import grade
+
+        return grade(case, trajectory, hook)
+
+
+KINDS: dict[str, CaseKind] = {}
+
+
+def register_kind(kind: CaseKind) -> None:
+    KINDS[kind.name] = kind
+
+
+def kind_named(name: str) -> CaseKind:
+    _builtin()
+    return KINDS[name]
+
+
+def _builtin() -> None:
+    if "episode" not in KINDS:
+        register_kind(EpisodeKind())
+
+
+def all_kinds() -> list[CaseKind]:
+    _builtin()
+    return list(KINDS.values())
+
+
+def load_file(path: Path) -> tuple[CaseKind, list[Entry]]:
+    """Read one case file and hand it to its kind; a CaseError names the file and the problem."""
+    _builtin()
+    raw = Path(path).read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CaseError(path, [f"not valid TOML: {exc}"]) from None
+    name = data.pop("kind", "episode")
+    if name not in KINDS:
+        raise CaseError(path, [f"kind: unknown case kind {name!r}; valid: {', '.join(sorted(KINDS))}"])
+    kind = KINDS[name]
+    return kind, kind.entries(data, Path(path), hashlib.sha256(raw).hexdigest()[:16])
