@@ -30,6 +30,8 @@ SCRIPTED_POLICIES: tuple[str, ...] = (
     "wrong_tool",
     "partial",
     "repeat",
+    "over_actuate",
+    "always_refuse",
 )
 
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from .callsite.graders import Outcome
+    from .callsite.schema import CallSiteCase
     from .grading import Verdict
     from .suite.schema import ResolvedCase
     from .trajectory import Trajectory
@@ -39,3 +41,21 @@ def pytest_agentfloor_failure_mode(case: "ResolvedCase", trajectory: "Trajectory
 @pytest.hookspec
 def pytest_agentfloor_record(record: "dict[str, Any]") -> None:
     """Called with each run record before it is stored; may add fields (never secrets)."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_agentfloor_callsite_grade(case: "CallSiteCase", output: "str") -> "Outcome | None":
+    """Grade one call-site output; return an Outcome to decide it, or None for the next implementation.
+
+    Runs in the process that ran the item (an xdist worker or the only process), for call-site
+    cases only (``case.kind == "callsite"``). The plugin's graders are ``intent``, ``action_label``,
+    ``actuator``, ``planner`` and ``codegen``; a table with ``grader = "mine"`` is graded only here::
+
+        from pytest_agentfloor.callsite.graders import Outcome
+        from pytest_agentfloor.grading import Verdict
+
+        def pytest_agentfloor_callsite_grade(case, output):
+            if case.grader != "mine":
+                return None
+            return Outcome([Verdict("mine.upper", output.isupper(), "upper case", output[:40])])
+    """

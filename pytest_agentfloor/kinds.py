@@ -95,6 +95,10 @@ def kind_named(name: str) -> CaseKind:
 def _builtin() -> None:
     if "episode" not in KINDS:
         register_kind(EpisodeKind())
+        from .callsite.kind import CallSiteKind, InstallationKind
+
+        register_kind(CallSiteKind())
+        register_kind(InstallationKind())
 
 
 def all_kinds() -> list[CaseKind]:

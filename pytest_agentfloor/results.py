@@ -25,7 +25,7 @@ MAX_TEXT_BYTES = 64 * 1024
 PROPERTY_FIELDS: tuple[str, ...] = (
     "model", "protocol", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
     "failure_mode", "terminal_flag", "termination", "turns", "calls", "tokens_in", "tokens_out",
-    "latency_s", "wall_s", "cost_usd",
+    "latency_s", "wall_s", "cost_usd", "kind", "facets",
 )
 
 
@@ -67,6 +67,9 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "case_hash": case.content_hash,
         "config": config.public(),
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
+        "kind": getattr(case, "kind", "episode"),
+        # kind-specific scalar facts (a call site's site, group, whether it acted or refused, ...)
+        "facets": getattr(grade, "facets", None) if grade is not None else _facets(case),
         "trajectory": traj.model_dump(mode="json"),
     }
     stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"]})
@@ -101,6 +104,12 @@ def cap_text(value: Any, limit: int = MAX_TEXT_BYTES) -> tuple[Any, dict[str, in
         return node
 
     return walk(value, ""), capped
+
+
+def _facets(case: Any) -> dict[str, Any] | None:
+    """Facets of a run that was never graded (an infrastructure error): what the case says."""
+    describe = getattr(case, "facets", None)
+    return describe() if callable(describe) else None
 
 
 def properties(record: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -71,6 +71,12 @@ class Provider(Protocol):
     def close(self) -> None: ...
 
 
+def completion_cap(config: "ModelConfig", case: Any) -> int:
+    """The model's completion cap, lowered where the case caps its call (an intent router: 10 tokens)."""
+    cap = getattr(case, "max_tokens", None)
+    return min(config.max_tokens, cap) if cap else config.max_tokens
+
+
 def calls_so_far(messages: list[dict[str, Any]]) -> int:
     """Tool calls already in the conversation: generated call ids continue from here."""
     return sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")

@@ -23,7 +23,7 @@ import ollama
 import pydantic
 
 from ..config import strip_credentials
-from .base import MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, with_retries
+from .base import MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, completion_cap, with_retries
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -114,7 +114,7 @@ class OllamaProvider:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase | None" = None) -> Reply:
         cfg = self.config
-        options: dict[str, Any] = {"temperature": cfg.temperature, "num_predict": cfg.max_tokens}
+        options: dict[str, Any] = {"temperature": cfg.temperature, "num_predict": completion_cap(cfg, case)}
         if cfg.seed is not None:
             options["seed"] = cfg.seed
         request: dict[str, Any] = {

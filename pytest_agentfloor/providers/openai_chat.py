@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from ..config import strip_credentials
-from .base import MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, with_retries
+from .base import MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, completion_cap, with_retries
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -95,7 +95,7 @@ class OpenAIProvider:
             "temperature": cfg.temperature,
             # OpenAI's own API rejects max_tokens for its reasoning models; compatible servers
             # (llama.cpp, vLLM, LiteLLM, Ollama /v1) all read max_tokens
-            self._cap_field: cfg.max_tokens,
+            self._cap_field: completion_cap(cfg, case),
         }
         if tools:
             request["tools"] = tools

@@ -145,9 +145,16 @@ def repeat(case: "ResolvedCase", t: int) -> "list[Call] | str":
     return oracle(case, t - 1 if turns else t)
 
 
+def always_refuse(case: "ResolvedCase", t: int) -> "list[Call] | str":
+    return "I can't do that."
+
+
 POLICIES: dict[str, Policy] = {
     "oracle": oracle, "hallucinate": hallucinate, "malformed": malformed, "exhaust": exhaust,
     "resign": resign, "plan_only": plan_only, "wrong_tool": wrong_tool, "partial": partial, "repeat": repeat,
+    # call-site degenerate policies (providers answer call-site cases from callsite.policies);
+    # on a ladder case the over-actuator does the work and the refuser declines at once
+    "over_actuate": oracle, "always_refuse": always_refuse,
 }
 
 
@@ -161,7 +168,12 @@ class ScriptedProvider:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase") -> Reply:
         t = sum(1 for m in messages if m["role"] == "assistant")
-        action = self._policy(case, t)
+        if getattr(case, "kind", "episode") == "callsite":
+            from ..callsite.policies import callsite_output
+
+            action: "list[Call] | str" = callsite_output(self.config.policy or "oracle", case)  # type: ignore[arg-type]
+        else:
+            action = self._policy(case, t)
         tokens_in = sum(len(m.get("content") or "") for m in messages) // 4 + 40 * len(tools)
         if isinstance(action, str):
             return Reply(content=action, tokens_in=tokens_in, tokens_out=len(action) // 4 + 1)

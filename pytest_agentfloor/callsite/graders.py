@@ -1,0 +1,445 @@
+"""The five call-site graders, as pure functions of a resolved case and the model's output text.
+
+Each returns verdicts in rule order (the first failed one is what the item reports) plus
+details that the statistics read: whether the output acted, refused, substituted a real device
+or named an entity the site does not have. Generated code is parsed (``ast``), never imported or
+executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..grading.obligations import Verdict
+from .schema import AGENT_FUNCTIONS, CallSiteCase
+
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
+_KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+DAYS: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+PLAN_TYPES: tuple[str, ...] = ("ha_actuator", "scheduled", "dynamic")
+HA_STATE_TOPIC = "homeassistant/state_changes/#"
+#: agent API methods that are NOT awaitable, and those that must be awaited
+SYNC_API: tuple[str, ...] = ("persist", "recall", "subscribe", "window", "declare_contract")
+ASYNC_API: tuple[str, ...] = ("publish", "mqtt_get", "log", "alert")
+OWN_LLM_MODULES: tuple[str, ...] = ("openai", "anthropic", "ollama", "litellm", "transformers", "llama_cpp")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdicts: list[Verdict]
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(v.ok for v in self.verdicts)
+
+    @property
+    def first_failed(self) -> Verdict | None:
+        return next((v for v in self.verdicts if not v.ok), None)
+
+
+Grader = Callable[[CallSiteCase, str], Outcome]
+
+
+def _ok(code: str) -> Verdict:
+    return Verdict(code, True)
+
+
+def _fail(code: str, expected: str, observed: str) -> Verdict:
+    return Verdict(code, False, expected, observed)
+
+
+def _short(value: Any, n: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def unfence(text: str) -> str:
+    """The body of one surrounding markdown code fence, as a deployed parser would strip it."""
+    m = _FENCE.match(text)
+    return m.group(1) if m else text.strip()
+
+
+# -- labels ---------------------------------------------------------------------------------
+def _label_of(text: str) -> str:
+    t = text.strip().strip("`\"'").strip()
+    return t[:-1].strip() if t.endswith(".") else t
+
+
+def grade_label(case: CallSiteCase, output: str) -> Outcome:
+    """Exact label: the whole output (quotes, a trailing full stop and case ignored) is one label."""
+    code = case.grader
+    got = _label_of(output)
+    folded = {lab.casefold(): lab for lab in case.labels}
+    label = folded.get(got.casefold())
+    if label is None:
+        return Outcome([_fail(f"{code}.valid_label", f"one of {', '.join(case.labels)}", _short(output or "(empty)"))],
+                       {"label": None})
+    if label != case.label:
+        return Outcome([_ok(f"{code}.valid_label"), _fail(f"{code}.label", repr(case.label), repr(label))],
+                       {"label": label})
+    return Outcome([_ok(f"{code}.valid_label"), _ok(f"{code}.label")], {"label": label})
+
+
+# -- actuator -------------------------------------------------------------------------------
+def _num_norm(v: Any) -> Any:
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, list):
+        return tuple(_num_norm(x) for x in v)  # order kept: rgb_color [255, 0, 0] is not [0, 0, 255]
+    if isinstance(v, dict):
+        return tuple(sorted((str(k), _num_norm(x)) for k, x in v.items()))
+    return repr(v)
+
+
+def action_key(action: dict[str, Any]) -> tuple[Any, ...]:
+    """Comparable form of a service call: numbers normalised, service_data compared exactly."""
+    return (action.get("domain"), action.get("service"), action.get("entity_id"),
+            _num_norm(action.get("service_data") or {}))
+
+
+def parse_json_array(text: str) -> tuple[list[Any] | None, str]:
+    body = unfence(text)
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at char {exc.pos}): {_short(text or '(empty)', 80)}"
+    if not isinstance(value, list):
+        return None, f"a JSON {type(value).__name__}, not an array"
+    return value, ""
+
+
+def grade_actuator(case: CallSiteCase, output: str) -> Outcome:
+    """Exact action-set match; an empty gold set requires the refusal []; any extra actuation fails."""
+    assert case.actions is not None and case.installation is not None
+    gold = [a.model_dump() for a in case.actions]
+    owned = case.installation.entity_ids()
+    details: dict[str, Any] = {"acted": False, "refused": False, "substitution": False, "hallucinated": False,
+                               "actionable": bool(gold)}
+    verdicts: list[Verdict] = []
+    actions, why = parse_json_array(output)
+    if actions is None:
+        return Outcome([_fail("actuator.format", "a JSON array of service calls", why)], details)
+    shape = ("domain", "service", "entity_id")
+    bad = [a for a in actions if not (isinstance(a, dict) and all(isinstance(a.get(k), str) for k in shape)
+                                      and set(a) <= {*shape, "service_data"}
+                                      and isinstance(a.get("service_data", {}), dict))]
+    if bad:
+        return Outcome([_fail("actuator.format", "objects {domain, service, entity_id, service_data}",
+                              _short(bad[0]))], details)
+    verdicts.append(_ok("actuator.format"))
+    details["acted"] = bool(actions)
+    details["refused"] = not actions
+    unknown = [a["entity_id"] for a in actions if a["entity_id"] not in owned]
+    details["hallucinated"] = bool(unknown)
+    gold_entities = {a["entity_id"] for a in gold}
+    details["substitution"] = any(a["entity_id"] in owned and a["entity_id"] not in gold_entities for a in actions)
+    if unknown:
+        verdicts.append(_fail("actuator.entity", f"entity ids from {case.installation.id}'s registry",
+                              f"{', '.join(unknown)} not in the registry (hallucinated)"))
+        return Outcome(verdicts, details)
+    verdicts.append(_ok("actuator.entity"))
+    if not gold:
+        if actions:
+            verdicts.append(_fail("actuator.refusal", "[] (the site has no such device)",
+                                  f"{len(actions)} call(s): {_short(actions)}"))
+        else:
+            verdicts.append(_ok("actuator.refusal"))
+        return Outcome(verdicts, details)
+    want = {action_key(a): a for a in gold}
+    got = {action_key(a): a for a in actions}
+    missing = [want[k] for k in want if k not in got]
+    extra = [got[k] for k in got if k not in want]
+    substituted = [a for a in extra if a["entity_id"] not in gold_entities]
+    wrong_call = [a for a in extra if a["entity_id"] in gold_entities]
+    if not actions:
+        verdicts.append(_fail("actuator.missed", _short(gold), "[] (refused an actionable request)"))
+    elif substituted and missing:
+        verdicts.append(_fail("actuator.substitution", f"act on {', '.join(sorted(gold_entities))}",
+                              f"acted on {', '.join(a['entity_id'] for a in substituted)} instead"))
+    elif substituted:
+        verdicts.append(_fail("actuator.extra_action", "no actuation beyond the request",
+                              f"also {_short(substituted)}"))
+    elif wrong_call:
+        verdicts.append(_fail("actuator.service_call", _short(missing or gold), _short(wrong_call)))
+    elif missing:
+        verdicts.append(_fail("actuator.incomplete", _short(gold), f"missing {_short(missing)}"))
+    elif len(actions) != len(got):
+        verdicts.append(_fail("actuator.extra_action", "each call once", f"{len(actions)} calls, "
+                              f"{len(got)} distinct"))
+    else:
+        verdicts.append(_ok("actuator.actions"))
+    return Outcome(verdicts, details)
+
+
+# -- planner --------------------------------------------------------------------------------
+def _step_topics(step: dict[str, Any]) -> list[str]:
+    topics = step.get("mqtt_topics")
+    return [t for t in topics if isinstance(t, str)] if isinstance(topics, list) else []
+
+
+def _schedule_problem(schedule: Any) -> str:
+    if not isinstance(schedule, dict):
+        return "schedule is not an object"
+    kind = schedule.get("type")
+    if kind in ("daily", "weekly"):
+        at = schedule.get("at")
+        if not (isinstance(at, str) and _HHMM.match(at)):
+            return f"'at' must be HH:MM, got {at!r}"
+        if kind == "weekly":
+            days = schedule.get("days")
+            if not (isinstance(days, list) and days and all(d in DAYS for d in days)):
+                return f"'days' must be a non-empty list of {', '.join(DAYS)}, got {days!r}"
+        return ""
+    if kind == "interval":
+        sec = schedule.get("seconds")
+        if isinstance(sec, bool) or not isinstance(sec, (int, float)) or sec <= 0:
+            return f"'seconds' must be a positive number, got {sec!r}"
+        return ""
+    return f"schedule type must be daily, weekly or interval, got {kind!r}"
+
+
+def _matches(want: Any, got: Any) -> bool:
+    if isinstance(want, list) and isinstance(got, list):
+        return sorted(map(str, want)) == sorted(map(str, got))
+    return _num_norm(want) == _num_norm(got)
+
+
+def grade_planner(case: CallSiteCase, output: str) -> Outcome:
+    """A valid plan of allowed step types that resolves ids, topics and schedules; infeasible -> []."""
+    assert case.plan is not None and case.installation is not None
+    gold, inst = case.plan, case.installation
+    details: dict[str, Any] = {"refused": False, "actionable": not gold.refuse}
+    steps, why = parse_json_array(output)
+    if steps is None:
+        return Outcome([_fail("planner.format", "a JSON array of pipeline steps", why)], details)
+    if not all(isinstance(s, dict) for s in steps):
+        return Outcome([_fail("planner.format", "a JSON array of objects", _short(steps))], details)
+    v = [_ok("planner.format")]
+    details["refused"] = not steps
+    if gold.refuse:
+        v.append(_ok("planner.refusal") if not steps else
+                 _fail("planner.refusal", "[] (the site cannot support this pipeline)", f"{len(steps)} step(s)"))
+        return Outcome(v, details)
+    if not steps:
+        return Outcome(v + [_fail("planner.refusal", "a plan (the request is feasible)", "[]")], details)
+    v.append(_ok("planner.refusal"))
+
+    for s in steps:
+        if s.get("type") not in PLAN_TYPES:
+            return Outcome(v + [_fail("planner.type", f"type in {', '.join(PLAN_TYPES)}", repr(s.get("type")))], details)
+        if not (isinstance(s.get("name"), str) and _KEBAB.match(s["name"])):
+            return Outcome(v + [_fail("planner.type", "a kebab-case name", repr(s.get("name")))], details)
+        problem = ""
+        if s["type"] == "ha_actuator":
+            acts = s.get("actions")
+            if not _step_topics(s):
+                problem = "ha_actuator needs a non-empty mqtt_topics list"
+            elif not (isinstance(acts, list) and acts and all(isinstance(a, dict) for a in acts)):
+                problem = "ha_actuator needs a non-empty actions list"
+        elif s["type"] == "scheduled":
+            if not isinstance(s.get("publish_topic"), str) or not s["publish_topic"]:
+                problem = "scheduled needs a publish_topic"
+        elif s["type"] == "dynamic":
+            if not isinstance(s.get("code"), str):
+                problem = "dynamic needs its code as a string"
+            elif isinstance(s.get("poll_interval"), bool) or not isinstance(s.get("poll_interval"), (int, float)):
+                problem = "dynamic needs a numeric poll_interval"
+        if problem:
+            return Outcome(v + [_fail("planner.fields", problem, _short(s))], details)
+    v.append(_ok("planner.type"))
+    v.append(_ok("planner.fields"))
+
+    owned = inst.entity_ids()
+    used = [a.get("entity_id") for s in steps if s["type"] == "ha_actuator" for a in s["actions"]]
+    unresolved = [e for e in used if e not in owned]
+    if unresolved:
+        e = unresolved[0]
+        described = not (isinstance(e, str) and re.match(r"^[a-z_]+\.[a-z0-9_]+$", e))
+        return Outcome(v + [_fail("planner.entity", f"entity ids from {inst.id}'s registry",
+                                  f"{e!r} " + ("is a description, not an entity id" if described
+                                               else "is not in the registry"))],
+                       {**details, "described": described})
+    v.append(_ok("planner.entity"))
+
+    bad_sched = [(s["name"], _schedule_problem(s.get("schedule"))) for s in steps if s["type"] == "scheduled"]
+    bad_sched = [b for b in bad_sched if b[1]]
+    if bad_sched:
+        return Outcome(v + [_fail("planner.schedule", "a well-formed schedule", f"{bad_sched[0][0]}: {bad_sched[0][1]}")],
+                       details)
+    v.append(_ok("planner.schedule"))
+
+    published = set(inst.topics()) | {s["publish_topic"] for s in steps if s["type"] == "scheduled"}
+    subscribed = [t for s in steps for t in _step_topics(s)]
+    dangling = [t for t in subscribed if t not in published and t != HA_STATE_TOPIC]
+    if dangling:
+        return Outcome(v + [_fail("planner.topic", "topics some agent publishes (an existing agent, a step "
+                                  f"of this plan or {HA_STATE_TOPIC})", f"nobody publishes {dangling[0]!r}")], details)
+    v.append(_ok("planner.topic"))
+
+    types = [s["type"] for s in steps]
+    text = json.dumps(steps)
+    problems = []
+    for e in gold.entities:
+        if e not in used and e not in text:
+            problems.append(f"does not use {e}")
+    for t in gold.topics:
+        if t not in subscribed and t not in text:
+            problems.append(f"does not reuse topic {t}")
+    for t in gold.types:
+        if t not in types:
+            problems.append(f"has no {t} step")
+    for t in gold.forbid_types:
+        if t in types:
+            problems.append(f"adds a {t} step where an existing agent already does the job")
+    if gold.schedule:
+        scheds = [s.get("schedule") for s in steps if s["type"] == "scheduled"]
+        if not any(isinstance(sc, dict) and all(_matches(w, sc.get(k)) for k, w in gold.schedule.items())
+                   for sc in scheds):
+            problems.append(f"no schedule carrying {_short(gold.schedule)}")
+    if gold.max_steps is not None and len(steps) > gold.max_steps:
+        problems.append(f"{len(steps)} steps (at most {gold.max_steps})")
+    if problems:
+        return Outcome(v + [_fail("planner.requirements", "the plan the request asks for", "; ".join(problems))],
+                       details)
+    v.append(_ok("planner.requirements"))
+    return Outcome(v, details)
+
+
+# -- codegen --------------------------------------------------------------------------------
+def _agent_method(call: ast.Call) -> str | None:
+    """'subscribe' for agent.subscribe(...), 'llm.chat' for agent.llm.chat(...)."""
+    f = call.func
+    parts = []
+    while isinstance(f, ast.Attribute):
+        parts.append(f.attr)
+        f = f.value
+    if isinstance(f, ast.Name) and f.id == "agent" and parts:
+        return ".".join(reversed(parts))
+    return None
+
+
+def _called_names(tree: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            m = _agent_method(node)
+            if m:
+                out.add(f"agent.{m}")
+            f = node.func
+            if isinstance(f, ast.Attribute):
+                out.add(f.attr)
+            elif isinstance(f, ast.Name):
+                out.add(f.id)
+    return out
+
+
+def _is_true(test: ast.expr) -> bool:
+    return isinstance(test, ast.Constant) and bool(test.value) and test.value is not None
+
+
+def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
+    """Code that parses, defines the required async functions and keeps the agent-API contract."""
+    assert case.code is not None
+    gold = case.code
+    source = unfence(output)
+    details: dict[str, Any] = {}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return Outcome([_fail("codegen.parse", "Python source", f"syntax error line {exc.lineno}: {exc.msg}")], details)
+    v = [_ok("codegen.parse")]
+    top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for name in gold.functions:
+        fn = top.get(name)
+        arity = AGENT_FUNCTIONS[name]
+        if fn is None:
+            return Outcome(v + [_fail("codegen.functions", f"async def {name}(...) at module level", "not defined")],
+                           details)
+        if not isinstance(fn, ast.AsyncFunctionDef):
+            return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")], details)
+    for name, fn in top.items():
+        if name in AGENT_FUNCTIONS:
+            n = len(fn.args.posonlyargs) + len(fn.args.args)
+            if n != AGENT_FUNCTIONS[name] or fn.args.vararg or fn.args.kwonlyargs:
+                return Outcome(v + [_fail("codegen.functions", f"{name} takes {AGENT_FUNCTIONS[name]} argument(s)",
+                                          f"{n} positional" + (" plus extras" if fn.args.vararg or fn.args.kwonlyargs
+                                                               else ""))], details)
+            if not isinstance(fn, ast.AsyncFunctionDef):
+                return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")], details)
+    v.append(_ok("codegen.functions"))
+
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if imports:
+        return Outcome(v + [_fail("codegen.module_import", "imports inside functions",
+                                  f"module-level import at line {imports[0].lineno}")], details)
+    v.append(_ok("codegen.module_import"))
+
+    awaited = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Await)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            m = _agent_method(node)
+            if m in SYNC_API and id(node) in awaited:
+                return Outcome(v + [_fail("codegen.await_sync", f"agent.{m}(...) called without await (it is "
+                                          "synchronous)", f"await agent.{m}(...) at line {node.lineno}")], details)
+            if (m in ASYNC_API or m == "llm.chat") and id(node) not in awaited:
+                return Outcome(v + [_fail("codegen.await_sync", f"await agent.{m}(...)",
+                                          f"agent.{m}(...) not awaited at line {node.lineno}")], details)
+    v.append(_ok("codegen.await_sync"))
+
+    funcs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _agent_method(node) == "subscribe":
+            if len(node.args) + len(node.keywords) < 2:
+                return Outcome(v + [_fail("codegen.subscribe", "agent.subscribe(topic, callback)",
+                                          f"no callback at line {node.lineno}")], details)
+            cb = node.args[1] if len(node.args) > 1 else node.keywords[-1].value
+            target = funcs.get(cb.id) if isinstance(cb, ast.Name) else None
+            if target is None or not isinstance(target, ast.AsyncFunctionDef):
+                return Outcome(v + [_fail("codegen.subscribe", "an async function as the callback",
+                                          f"{ast.unparse(cb)} at line {node.lineno}")], details)
+            n = len(target.args.posonlyargs) + len(target.args.args)
+            if n != 1 or target.args.vararg:
+                return Outcome(v + [_fail("codegen.subscribe", f"callback {target.name}(payload) with one argument",
+                                          f"{n} argument(s)")], details)
+    v.append(_ok("codegen.subscribe"))
+
+    process = top.get("process")
+    if process is not None:
+        for node in ast.walk(process):
+            if isinstance(node, ast.While) and _is_true(node.test):
+                return Outcome(v + [_fail("codegen.loop", "one iteration per process() call",
+                                          f"endless while loop at line {node.lineno}")], details)
+    v.append(_ok("codegen.loop"))
+
+    own = [alias.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+           for alias in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module or "")])
+           if alias.name.split(".")[0] in OWN_LLM_MODULES]
+    if own:
+        return Outcome(v + [_fail("codegen.own_llm", "agent.llm.chat for model calls", f"imports {own[0]}")], details)
+    v.append(_ok("codegen.own_llm"))
+
+    called = _called_names(tree)
+    missing = [u for u in gold.uses if u not in called]
+    if missing:
+        return Outcome(v + [_fail("codegen.uses", f"calls {', '.join(gold.uses)}", f"never calls {', '.join(missing)}")],
+                       details)
+    v.append(_ok("codegen.uses"))
+    return Outcome(v, details)
+
+
+GRADERS: dict[str, Grader] = {
+    "intent": grade_label,
+    "action_label": grade_label,
+    "actuator": grade_actuator,
+    "planner": grade_planner,
+    "codegen": grade_codegen,
+}

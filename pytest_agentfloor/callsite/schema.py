@@ -1,0 +1,237 @@
+"""Pydantic models of call-site data: installations (entity registries) and site tables of cases.
+
+A site table is one TOML file (``kind = "callsite"``) holding the site's own system prompt, its
+grader and many cases; each case becomes an item. An installation file (``kind = "installation"``)
+holds data only: the entities a site owns and the agents already running there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Site = Literal["intent", "action_label", "actuator", "planner", "codegen"]
+CROSS_SITE: tuple[str, ...] = ("control", "flip", "nearmiss", "refusal", "same")
+NAMING: tuple[str, ...] = ("name", "location", "name_location", "attribute", "switch", "multi", "refusal")
+AGENT_FUNCTIONS: dict[str, int] = {"setup": 1, "process": 1, "handle_task": 2, "cleanup": 1}
+_ENTITY = re.compile(r"^[a-z_]+\.[a-z0-9_]+$")
+_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Entity(_Strict):
+    id: str
+    name: str
+    area: str = ""
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _entity_id(cls, v: str) -> str:
+        if not _ENTITY.match(v):
+            raise ValueError(f"entity id {v!r} must look like domain.object_id (lower case)")
+        return v
+
+
+class RunningAgent(_Strict):
+    name: str
+    description: str = ""
+    publishes: list[str] = Field(default_factory=list)
+    fields: list[str] = Field(default_factory=list, description="payload field names of what it publishes")
+
+
+class Installation(_Strict):
+    """One site's inventory: what its registry lists and which agents already run there."""
+
+    id: str = Field(description="marker name of the installation, e.g. site_a")
+    name: str
+    entities: list[Entity]
+    agents: list[RunningAgent] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> "Installation":
+        ids = [e.id for e in self.entities]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"entity id(s) listed twice: {dup}")
+        if not re.match(r"^[a-z][a-z0-9_]*$", self.id):
+            raise ValueError(f"installation id {self.id!r} must be a lower-case marker name")
+        return self
+
+    def entity_ids(self) -> frozenset[str]:
+        return frozenset(e.id for e in self.entities)
+
+    def topics(self) -> frozenset[str]:
+        return frozenset(t for a in self.agents for t in a.publishes)
+
+    def registry_text(self) -> str:
+        """The registry as appended to the prompt: one entity id and friendly name per line."""
+        return "\n".join(f"{e.id}: {e.name}" + (f" ({e.area})" if e.area else "")
+                         + "".join(f"; {k}={v}" for k, v in sorted(e.attributes.items()))
+                         for e in self.entities)
+
+    def agents_text(self) -> str:
+        if not self.agents:
+            return "(none)"
+        return "\n".join(f"{a.name}: {a.description} publishes {', '.join(a.publishes) or '-'}"
+                         + (f" fields {', '.join(a.fields)}" if a.fields else "") for a in self.agents)
+
+
+class Action(_Strict):
+    domain: str
+    service: str
+    entity_id: str
+    service_data: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlannerGold(_Strict):
+    refuse: bool = Field(False, description="the site cannot support the pipeline: the plan must be []")
+    entities: list[str] = Field(default_factory=list, description="entity ids the plan must use")
+    topics: list[str] = Field(default_factory=list, description="existing topics the plan must subscribe to")
+    types: list[str] = Field(default_factory=list, description="step types the plan must contain")
+    forbid_types: list[str] = Field(default_factory=list, description="step types the plan must not contain")
+    schedule: dict[str, Any] | None = Field(None, description="fields a scheduled step's schedule must carry")
+    max_steps: int | None = None
+
+
+class CodegenGold(_Strict):
+    functions: list[str] = Field(description="async functions the code must define")
+    uses: list[str] = Field(default_factory=list,
+                            description="API names the code must call, e.g. agent.subscribe, run_in_executor")
+
+    @field_validator("functions")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        bad = [f for f in v if f not in AGENT_FUNCTIONS]
+        if bad or not v:
+            raise ValueError(f"functions must be a non-empty subset of {', '.join(AGENT_FUNCTIONS)}; got {v}")
+        return v
+
+
+class SiteCase(_Strict):
+    """One case of a site table; exactly the gold field of the table's grader is set."""
+
+    id: str | None = Field(None, description="defaults to <site>-<group>-<nn>, numbered within the group")
+    group: str = Field(description="sub-group (Appendix C of seed 001), part of the id and a marker")
+    prompt: str = Field(description="the user turn")
+    installation: str | None = None
+    naming: str | None = Field(None, description="actuator: how the device is named")
+    label: str | None = None
+    actions: list[Action] | None = None
+    plan: PlannerGold | None = None
+    code: CodegenGold | None = None
+    reference: str | None = Field(None, description="an output that passes; derived from the gold where possible")
+
+    @field_validator("group")
+    @classmethod
+    def _group(cls, v: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9_]*$", v):
+            raise ValueError(f"group {v!r} must be a lower-case marker name")
+        return v
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str | None) -> str | None:
+        if v is not None and not _ID.match(v):
+            raise ValueError(f"case id {v!r} may hold only letters, digits, '_', '.' and '-'")
+        return v
+
+    @field_validator("naming")
+    @classmethod
+    def _naming(cls, v: str | None) -> str | None:
+        if v is not None and v not in NAMING:
+            raise ValueError(f"naming {v!r} is not one of {', '.join(NAMING)}")
+        return v
+
+
+class SiteTable(_Strict):
+    """A site table file: one call site, its prompt and grader, many cases."""
+
+    site: str = Field(description="call-site name; the marker and the id prefix")
+    grader: str = Field(description="intent, action_label, actuator, planner, codegen or a registered grader")
+    system_prompt: str
+    labels: list[str] = Field(default_factory=list, description="label graders: the valid labels")
+    max_tokens: int | None = Field(None, gt=0, description="completion cap of this call (intent: 10)")
+    installation: str | None = Field(None, description="default installation of the cases")
+    installations_dir: str = Field("installations", description="where installation files live, relative")
+    cases: list[SiteCase] = Field(alias="case")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("site")
+    @classmethod
+    def _site(cls, v: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9_]*$", v):
+            raise ValueError(f"site {v!r} must be a lower-case marker name")
+        return v
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "SiteTable":
+        builtin_gold = {"intent": "label", "action_label": "label", "actuator": "actions", "planner": "plan",
+                        "codegen": "code"}
+        if self.grader in ("intent", "action_label") and not self.labels:
+            raise ValueError(f"grader {self.grader!r} needs 'labels' (the valid label set)")
+        for n, case in enumerate(self.cases):
+            where = f"case[{n}]" + (f" ({case.id})" if case.id else "")
+            need = builtin_gold.get(self.grader)
+            if need and getattr(case, need) is None:
+                raise ValueError(f"{where}: grader {self.grader!r} needs '{need}'")
+            if need == "label" and case.label not in self.labels:
+                raise ValueError(f"{where}: label {case.label!r} is not in labels {self.labels}")
+            if self.grader in ("actuator", "planner") and not (case.installation or self.installation):
+                raise ValueError(f"{where}: grader {self.grader!r} needs an 'installation'")
+        return self
+
+
+class CallSiteCase(BaseModel):
+    """One resolved call-site case: what a single request sends and what its grader checks."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["callsite"] = "callsite"
+    id: str
+    site: str
+    grader: str
+    group: str
+    tier: str = "callsite"
+    variant: str = "v0"
+    instance: str = "i0"
+    tools: tuple[str, ...] = ()
+    system_prompt: str
+    prompt: str
+    context: str = Field("", description="appended to the user turn at call time (registry, agents)")
+    labels: tuple[str, ...] = ()
+    max_tokens: int | None = None
+    installation: Installation | None = None
+    naming: str | None = None
+    label: str | None = None
+    actions: tuple[Action, ...] | None = None
+    plan: PlannerGold | None = None
+    code: CodegenGold | None = None
+    reference: str
+    content_hash: str
+
+    @property
+    def user_message(self) -> str:
+        return self.prompt + (f"\n\n{self.context}" if self.context else "")
+
+    @property
+    def cross_site(self) -> str | None:
+        """The actuator cross-site sub-group (control, flip, nearmiss, refusal, same), if any."""
+        tail = self.group.rsplit("_", 1)[-1]
+        return tail if self.grader == "actuator" and tail in CROSS_SITE else None
+
+    @property
+    def actionable(self) -> bool | None:
+        return None if self.actions is None else bool(self.actions)
+
+    def facets(self) -> dict[str, Any]:
+        """What the case says about itself, carried by every record of it."""
+        return {"site": self.site, "grader": self.grader, "group": self.group,
+                "installation": self.installation.id if self.installation else None,
+                "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable}
