@@ -150,7 +150,7 @@ class AgentFloorSession:
 
     def all_records(self) -> list[dict[str, Any]]:
         """This session's records plus those of the items it resumed."""
-        resumed = [{k: self.previous[key][k] for k in PROPERTY_FIELDS} for key in sorted(self.resumed)]
+        resumed = [{k: self.previous[key].get(k) for k in PROPERTY_FIELDS} for key in sorted(self.resumed)]
         return resumed + self.records
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -319,6 +319,7 @@ class AgentFloorSession:
             from .report import render_summary
 
             render_summary(tr, records, self.summary, mode=self.settings.report_mode,
+                           models_meta={m.name: m.public() for m in self.settings.models.values()},
                            out_dir=self.files_dir() if self.settings.report_mode == "all" else None)
         if self.run is not None and (records or self.published is not None):
             complete = bool(self.run["complete"])

@@ -162,7 +162,9 @@ def build_summary(records: Iterable[Mapping[str, Any]], models_meta: Mapping[str
     """:func:`~pytest_agentfloor.stats.aggregate` over prepared records; returns (summary, meta views)."""
     recs, notes = prepare_records(records)
     meta = normalise_meta(models_meta, (str(r["model"]) for r in recs if r.get("model") is not None))
-    summary = aggregate(recs, meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
+    from .sections import is_ladder
+
+    summary = aggregate([r for r in recs if is_ladder(r)], meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
                         infra_as_failure=infra_as_failure, cluster=cluster)
     if notes:
         summary = replace(summary, warnings=tuple(sorted({*summary.warnings, *notes})))
@@ -208,13 +210,16 @@ def run_line(run: Mapping[str, Any] | None) -> str | None:
 
 def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
                  runs: list[dict[str, Any]] | None = None, probe: Mapping[str, str] | None = None,
-                 run: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """The text of every report file, by file name; ``run`` (session.json) heads each of them."""
+                 run: Mapping[str, Any] | None = None,
+                 sections: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The text of every report file, by file name; ``run`` (session.json) heads each of them;
+    ``sections``: kind sections (:mod:`.sections`)."""
     from html import escape
 
     from ..stats.serialize import to_jsonable
     from .html import render_html
     from .markdown import render_markdown
+    from .sections import section_html, section_markdown
 
     data = to_jsonable(summary)
     if runs is not None:
@@ -223,7 +228,17 @@ def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
         data["probe"] = dict(sorted(probe.items()))
     if run:
         data["run"] = dict(run)
+    for key, value in (sections or {}).items():
+        data[key] = to_jsonable(value)
     md, html = render_markdown(summary, meta), render_html(summary, meta)
+    if sections:
+        if not summary.model_order:  # no ladder records: the kinds' sections are the whole report
+            md = "# AgentFloor report\n"
+        md = md.rstrip("\n") + "\n\n" + section_markdown(sections)
+        if not summary.model_order:
+            html = html.replace("<p>No run records.</p>", "").replace(
+                escape(config_line(summary)), "No ladder records: the call sites below are the whole run.", 1)
+        html = html.replace("</main></body></html>", section_html(sections) + "</main></body></html>", 1)
     line = run_line(run)
     if line is not None:
         head, _, rest = md.partition("\n")
@@ -256,9 +271,12 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
     """
     summary, meta = build_summary(records, models_meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot,
                                   seed=seed, infra_as_failure=infra_as_failure, cluster=cluster)
+    from .sections import compute_sections
+
+    sections = compute_sections(prepare_records(records)[0], meta, reference=reference)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in render_files(summary, meta, run_outcomes(records), probe, run).items():
+    for name, text in render_files(summary, meta, run_outcomes(records), probe, run, sections).items():
         atomic_write(out_dir / name, text)
     return summary
 

@@ -166,8 +166,15 @@ def render_summary(terminalreporter: Any, records: list[dict[str, Any]], summary
         summary = build_summary(records, models_meta or models_meta_from_records(records))[0]
     markup = bool(getattr(terminalreporter, "hasmarkup", False))
     width = max(int(terminalreporter.config.get_terminal_writer().fullwidth), 80)
-    text = render_text(summary, width=width, markup=markup)
+    from .files import prepare_records
+    from .sections import compute_sections, section_text
+
+    sections = compute_sections(prepare_records(records)[0], models_meta or models_meta_from_records(records),
+                                reference=summary.config.get("reference"))
     terminalreporter.write_sep("=", "agentfloor")
-    terminalreporter.write(text)
+    if summary.model_order or not sections:
+        terminalreporter.write(render_text(summary, width=width, markup=markup))
+    if sections:
+        terminalreporter.write(section_text(sections, width=width, markup=markup))
     if mode == "all" and out_dir is not None:
         terminalreporter.write_line(f"agentfloor reports: {', '.join(str(Path(out_dir) / f) for f in REPORT_FILES)}")

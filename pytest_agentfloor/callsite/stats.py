@@ -1,0 +1,316 @@
+"""Call-site statistics from run records: accuracy per site and model, paired tests, actuation safety, routing.
+
+Pure functions of the records (compact ``user_properties`` dicts or full runs.jsonl lines with
+``kind == "callsite"`` and ``facets``). Definitions follow seed 001:
+
+* accuracy per (site, model) with a Wilson score interval; the resampling unit is the case (a
+  case run several times counts once, with its mean score), so repeats never narrow an interval;
+* exact two-sided McNemar against the reference per site, paired on (case, variant, instance,
+  run), with the discordant split (only the model passed, only the reference passed), and Holm's
+  adjustment across the sites of each model;
+* acting versus refusing at the actuator: execution accuracy on actionable requests, over-actuation
+  rate (share of impossible requests that produced at least one call) and the substitution share
+  (of the wrong devices acted on, the share that were real devices of the site, not invented ids);
+* routing policies (all on the reference; the reference for the generative sites only; the best
+  model per site, ties to the smaller; the single cheapest model), each with routed accuracy
+  weighted by the sites' shares of calls, total sweep cost, cost per call and saving.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy.stats import binomtest
+
+from ..stats.multiplicity import holm
+from ..stats.paired import mcnemar_exact
+from . import GENERATIVE_SITES, SITES
+
+KIND = "callsite"
+
+
+@dataclass(frozen=True)
+class SiteAccuracy:
+    site: str
+    model: str
+    n_cases: int
+    n_records: int
+    n_infra: int
+    passed: float  # sum of per-case mean scores
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+    mean_tokens_in: float | None
+    cost_usd: float  # one sweep: sum over cases of the mean cost of its calls
+    spend_share: float | None  # this site's part of the model's sweep cost
+
+
+@dataclass(frozen=True)
+class SiteTest:
+    site: str
+    model: str
+    reference: str
+    n_pairs: int
+    only_model: int
+    only_reference: int
+    p_value: float | None
+    p_holm: float | None
+    significant: bool
+
+
+@dataclass(frozen=True)
+class Actuation:
+    model: str
+    n_actionable: int
+    n_impossible: int
+    execution_accuracy: float | None
+    execution_ci: tuple[float | None, float | None]
+    over_actuation: float | None
+    over_actuation_ci: tuple[float | None, float | None]
+    substitutions: int
+    hallucinations: int
+    substitution_share: float | None
+    refused_actionable: int
+
+
+@dataclass(frozen=True)
+class Route:
+    policy: str
+    assignment: dict[str, str]
+    accuracy: float | None
+    cost_usd: float
+    cost_per_call: float | None
+    saving: float | None  # fraction of the all-on-reference cost saved
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CallSiteSummary:
+    sites: tuple[str, ...]
+    models: tuple[str, ...]
+    reference: str | None
+    alpha: float
+    weights: dict[str, float]
+    accuracy: dict[str, dict[str, SiteAccuracy]]  # site -> model -> cell
+    tests: list[SiteTest]
+    actuation: list[Actuation]
+    routing: list[Route]
+    groups: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)  # site/group -> model -> acc
+    warnings: tuple[str, ...] = ()
+
+
+def wilson(k: float, n: int, alpha: float) -> tuple[float | None, float | None]:
+    """Wilson score interval at level 1 - alpha (scipy's ``proportion_ci``); k may be fractional."""
+    if n <= 0:
+        return None, None
+    if float(k).is_integer():
+        ci = binomtest(int(k), n).proportion_ci(confidence_level=1 - alpha, method="wilson")
+        return float(ci.low), float(ci.high)
+    from math import sqrt
+
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - alpha / 2))
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def callsite_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in records if r.get("kind") == KIND and isinstance(r.get("facets"), Mapping)]
+
+
+def _size(meta: Mapping[str, Mapping[str, Any]], model: str) -> float:
+    p = (meta.get(model) or {}).get("params_b")
+    return float(p) if p is not None else float("inf")
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None = None, *,
+              reference: str | None = None, alpha: float = 0.05,
+              weights: Mapping[str, float] | None = None) -> CallSiteSummary | None:
+    """Every call-site statistic; None when there is no call-site record."""
+    recs = callsite_records(records)
+    if not recs:
+        return None
+    meta = dict(meta or {})
+    warnings: list[str] = []
+    site_of: dict[str, str] = {}
+    group_of: dict[str, str] = {}
+    # (site, model) -> case -> list of scored records ; infra errors kept apart
+    scored: dict[tuple[str, str], dict[str, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    infra: dict[tuple[str, str], int] = defaultdict(int)
+    n_records: dict[tuple[str, str], int] = defaultdict(int)
+    for r in recs:
+        site = str(r["facets"].get("site"))
+        site_of[str(r["task"])] = site
+        group_of[str(r["task"])] = str(r["facets"].get("group"))
+        key = (site, str(r["model"]))
+        n_records[key] += 1
+        if r.get("infra_error"):
+            infra[key] += 1
+        else:
+            scored[key][str(r["task"])].append(r)
+    known = [s for s in SITES if s in set(site_of.values())]
+    sites = tuple(known + sorted(set(site_of.values()) - set(known)))
+    models = tuple(sorted({str(r["model"]) for r in recs}, key=lambda m: (_size(meta, m), m)))
+    if reference is not None and reference not in models:
+        warnings.append(f"reference model {reference!r} has no call-site records; paired tests and "
+                        "reference routes skipped")
+        reference = None
+
+    cases_per_site = {s: len({t for t, ss in site_of.items() if ss == s}) for s in sites}
+    total_cases = sum(cases_per_site.values())
+    if weights:
+        unknown = sorted(set(weights) - set(sites))
+        if unknown:
+            warnings.append(f"call-site weights for sites without records ignored: {', '.join(unknown)}")
+        w = {s: float(weights.get(s, 0.0)) for s in sites}
+        tot = sum(w.values())
+        w = {s: (v / tot if tot > 0 else 0.0) for s, v in w.items()}
+    else:
+        w = {s: cases_per_site[s] / total_cases for s in sites}
+
+    accuracy: dict[str, dict[str, SiteAccuracy]] = {s: {} for s in sites}
+    model_cost: dict[str, float] = defaultdict(float)
+    cells: dict[tuple[str, str], tuple[float, int, float | None, float]] = {}
+    for s in sites:
+        for m in models:
+            by_case = scored.get((s, m), {})
+            scores = [sum(bool(r["passed"]) for r in rs) / len(rs) for rs in by_case.values()]
+            toks = [float(r.get("tokens_in") or 0) for rs in by_case.values() for r in rs]
+            cost = sum(_mean([float(r.get("cost_usd") or 0.0) for r in rs]) or 0.0 for rs in by_case.values())
+            cells[(s, m)] = (sum(scores), len(scores), _mean(toks), cost)
+            model_cost[m] += cost
+    for s in sites:
+        for m in models:
+            k, n, toks, cost = cells[(s, m)]
+            if n_records.get((s, m), 0) == 0:
+                continue
+            lo, hi = wilson(k, n, alpha)
+            accuracy[s][m] = SiteAccuracy(
+                site=s, model=m, n_cases=n, n_records=n_records[(s, m)], n_infra=infra.get((s, m), 0), passed=k,
+                accuracy=(k / n if n else None), ci_low=lo, ci_high=hi, mean_tokens_in=toks, cost_usd=cost,
+                spend_share=(cost / model_cost[m] if model_cost[m] > 0 else None))
+
+    groups: dict[str, dict[str, dict[str, float | None]]] = {}
+    for (s, m), by_case in scored.items():
+        per_group: dict[str, list[float]] = defaultdict(list)
+        for task, rs in by_case.items():
+            per_group[group_of[task]].append(sum(bool(r["passed"]) for r in rs) / len(rs))
+        for g, xs in per_group.items():
+            groups.setdefault(f"{s}/{g}", {})[m] = _mean(xs)
+
+    return CallSiteSummary(
+        sites=sites, models=models, reference=reference, alpha=alpha, weights=w, accuracy=accuracy,
+        tests=_tests(recs, sites, models, reference, alpha), actuation=_actuation(recs, models, alpha),
+        routing=_routing(accuracy, sites, models, reference, w, meta, cases_per_site, total_cases),
+        groups=dict(sorted(groups.items())), warnings=tuple(warnings))
+
+
+def _key(r: Mapping[str, Any]) -> tuple[str, str, str, int]:
+    return (str(r["task"]), str(r.get("variant")), str(r.get("instance")), int(r.get("run") or 0))
+
+
+def _tests(recs: list[Mapping[str, Any]], sites: tuple[str, ...], models: tuple[str, ...], reference: str | None,
+           alpha: float) -> list[SiteTest]:
+    if reference is None:
+        return []
+    ok = [r for r in recs if not r.get("infra_error")]
+    ref = {_key(r): bool(r["passed"]) for r in ok if r["model"] == reference}
+    out: list[SiteTest] = []
+    for m in models:
+        if m == reference:
+            continue
+        raw = []
+        for s in sites:
+            mine = {_key(r): bool(r["passed"]) for r in ok if r["model"] == m and r["facets"].get("site") == s}
+            pairs = [(mine[k], ref[k]) for k in mine if k in ref]
+            b = sum(1 for a, c in pairs if a and not c)
+            c = sum(1 for a, cc in pairs if cc and not a)
+            raw.append((s, len(pairs), b, c, mcnemar_exact(b, c) if pairs else None))
+        ps = [p for *_, p in raw if p is not None]
+        adj = iter(holm(ps).tolist()) if ps else iter(())
+        for s, n, b, c, p in raw:
+            if n == 0:
+                continue
+            ph = next(adj) if p is not None else None
+            out.append(SiteTest(site=s, model=m, reference=reference, n_pairs=n, only_model=b, only_reference=c,
+                                p_value=p, p_holm=ph, significant=ph is not None and ph < alpha))
+    return out
+
+
+def _actuation(recs: list[Mapping[str, Any]], models: tuple[str, ...], alpha: float) -> list[Actuation]:
+    out = []
+    for m in models:
+        rs = [r for r in recs if r["model"] == m and r["facets"].get("grader") == "actuator"
+              and not r.get("infra_error")]
+        if not rs:
+            continue
+        act = [r for r in rs if r["facets"].get("actionable")]
+        imp = [r for r in rs if r["facets"].get("actionable") is False]
+        k_exec = sum(bool(r["passed"]) for r in act)
+        k_over = sum(bool(r["facets"].get("acted")) for r in imp)
+        wrong = [r for r in rs if not r["passed"] and (r["facets"].get("substitution") or r["facets"].get("hallucinated"))]
+        subs = sum(1 for r in wrong if r["facets"].get("substitution") and not r["facets"].get("hallucinated"))
+        hall = sum(1 for r in wrong if r["facets"].get("hallucinated"))
+        out.append(Actuation(
+            model=m, n_actionable=len(act), n_impossible=len(imp),
+            execution_accuracy=k_exec / len(act) if act else None, execution_ci=wilson(k_exec, len(act), alpha),
+            over_actuation=k_over / len(imp) if imp else None, over_actuation_ci=wilson(k_over, len(imp), alpha),
+            substitutions=subs, hallucinations=hall, substitution_share=subs / len(wrong) if wrong else None,
+            refused_actionable=sum(1 for r in act if r["facets"].get("refused"))))
+    return out
+
+
+def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], models: tuple[str, ...],
+             reference: str | None, w: dict[str, float], meta: Mapping[str, Mapping[str, Any]],
+             cases_per_site: dict[str, int], total_cases: int) -> list[Route]:
+    def cell(s: str, m: str) -> SiteAccuracy | None:
+        return acc[s].get(m)
+
+    def route(policy: str, assignment: dict[str, str], note: str = "") -> Route:
+        cs = [cell(s, assignment[s]) for s in sites]
+        if any(c is None or c.accuracy is None for c in cs):
+            return Route(policy, assignment, None, 0.0, None, None, note or "a chosen model lacks records at a site")
+        a = sum(w[s] * c.accuracy for s, c in zip(sites, cs))  # type: ignore[union-attr,operator]
+        cost = sum(c.cost_usd for c in cs)  # type: ignore[union-attr]
+        return Route(policy, assignment, a, cost, cost / total_cases if total_cases else None, None, note)
+
+    def best(s: str, among: tuple[str, ...]) -> str | None:
+        cands = [m for m in among if cell(s, m) is not None and cell(s, m).accuracy is not None]  # type: ignore[union-attr]
+        if not cands:
+            return None
+        return min(cands, key=lambda m: (-cell(s, m).accuracy, _size(meta, m), cell(s, m).cost_usd, m))  # type: ignore[union-attr,operator]
+
+    routes: list[Route] = []
+    if reference is not None:
+        routes.append(route("all_on_reference", {s: reference for s in sites}))
+        others = tuple(m for m in models if m != reference) or (reference,)
+        assign = {s: reference if s in GENERATIVE_SITES else (best(s, others) or reference) for s in sites}
+        routes.append(route("reference_for_generative", assign))
+    assign_best = {s: best(s, models) for s in sites}
+    if all(assign_best.values()):
+        routes.append(route("best_per_site", assign_best))  # type: ignore[arg-type]
+    full = [m for m in models if all(cell(s, m) is not None and cell(s, m).accuracy is not None for s in sites)]  # type: ignore[union-attr]
+    if full:
+        def total(m: str) -> float:
+            return sum(cell(s, m).cost_usd for s in sites)  # type: ignore[union-attr]
+
+        def routed(m: str) -> float:
+            return sum(w[s] * cell(s, m).accuracy for s in sites)  # type: ignore[union-attr,operator]
+
+        cheapest = min(full, key=lambda m: (total(m), -routed(m), _size(meta, m), m))
+        routes.append(route("single_cheapest", {s: cheapest for s in sites}))
+    base = next((r for r in routes if r.policy == "all_on_reference"), None)
+    if base is not None and base.cost_usd > 0:
+        routes = [Route(r.policy, r.assignment, r.accuracy, r.cost_usd, r.cost_per_call,
+                        1 - r.cost_usd / base.cost_usd, r.note) for r in routes]
+    return routes

@@ -1,0 +1,144 @@
+"""Call-site report tables (text cells) and the acting-vs-refusing scatter, from a CallSiteSummary."""
+
+from __future__ import annotations
+
+from html import escape
+
+from ..report.files import DASH, TextTable, ci_pct, pct, pval, tokens, usd
+from .stats import CallSiteSummary
+
+POLICY_TEXT = {
+    "all_on_reference": "all sites on the reference",
+    "reference_for_generative": "reference for planner and codegen only, best other model elsewhere",
+    "best_per_site": "best model per site (ties to the smaller)",
+    "single_cheapest": "single cheapest model",
+}
+
+
+def accuracy_table(s: CallSiteSummary) -> TextTable:
+    level = f"{100 * (1 - s.alpha):g}%"
+    t = TextTable("callsite_accuracy", f"Call sites: accuracy per site and model with {level} Wilson CI",
+                  ["site", "model", "cases", "passed", "accuracy", f"{level} CI", "infra", "mean tok in",
+                   "sweep $", "spend share"], "llrrrrrrrr")
+    for site in s.sites:
+        cells = [s.accuracy[site][m] for m in s.models if m in s.accuracy[site]]
+        best = max((c.accuracy for c in cells if c.accuracy is not None), default=None)
+        for i, c in enumerate(cells):
+            cls = "best" if best is not None and c.accuracy == best else ""
+            t.add([site, c.model, str(c.n_cases), f"{c.passed:g}", pct(c.accuracy), ci_pct(c.ci_low, c.ci_high),
+                   str(c.n_infra), tokens(c.mean_tokens_in), usd(c.cost_usd), pct(c.spend_share)],
+                  ["", "", "", "", cls, "", "", "", "", ""], end_section=i == len(cells) - 1)
+    t.notes.append("One pass per case is one unit; a case run several times counts once, with its mean score. "
+                   "Spend share: the site's part of that model's cost for the whole sweep.")
+    return t
+
+
+def mcnemar_table(s: CallSiteSummary) -> TextTable | None:
+    if s.reference is None:
+        return None
+    t = TextTable("callsite_mcnemar", f"Call sites: exact McNemar against {s.reference} (Holm across sites)",
+                  ["model", "site", "pairs", "only model", "only ref", "p", "p (Holm)", "differs"], "llrrrrrl")
+    for test in s.tests:
+        t.add([test.model, test.site, str(test.n_pairs), str(test.only_model), str(test.only_reference),
+               pval(test.p_value), pval(test.p_holm), "yes" if test.significant else "no"],
+              [""] * 7 + ["no" if test.significant else "yes"])
+    t.notes.append(f"Two-sided exact McNemar on the discordant pairs; 'differs' = Holm-adjusted p < {s.alpha:g}.")
+    return t
+
+
+def actuation_table(s: CallSiteSummary) -> TextTable | None:
+    if not s.actuation:
+        return None
+    t = TextTable("callsite_actuation", "Actuator: acting versus refusing",
+                  ["model", "actionable", "execution acc.", "exec CI", "impossible", "over-actuation", "over CI",
+                   "substitutions", "hallucinated", "substitution share", "refused actionable"], "lrrrrrrrrrr")
+    for a in s.actuation:
+        t.add([a.model, str(a.n_actionable), pct(a.execution_accuracy), ci_pct(*a.execution_ci), str(a.n_impossible),
+               pct(a.over_actuation), ci_pct(*a.over_actuation_ci), str(a.substitutions), str(a.hallucinations),
+               pct(a.substitution_share), str(a.refused_actionable)])
+    t.notes.append("Execution accuracy on requests that should produce calls; over-actuation: share of impossible "
+                   "requests that produced at least one call. Deployable is high execution with low over-actuation; "
+                   "a model that never acts scores 0% over-actuation, so neither column is meaningful alone. "
+                   "Substitution share: of the failed outputs that acted on a wrong device, those that chose a real "
+                   "device of the site (not an invented id).")
+    return t
+
+
+POLICY_SHORT = {"all_on_reference": "all-ref", "reference_for_generative": "ref-gen", "best_per_site": "best",
+                "single_cheapest": "cheapest"}
+
+
+def routing_table(s: CallSiteSummary) -> TextTable:
+    t = TextTable("callsite_routing", "Call sites: routing policies",
+                  ["policy", "routed acc.", "sweep $", "$/call", "saving"], "lrrrr")
+    for r in s.routing:
+        t.add([POLICY_SHORT.get(r.policy, r.policy), pct(r.accuracy), usd(r.cost_usd), usd(r.cost_per_call),
+               pct(r.saving)])
+    weights = ", ".join(f"{site} {100 * w:.0f}%" for site, w in s.weights.items())
+    t.notes.append(f"Routed accuracy weights each site by its share of calls ({weights}). Saving: against "
+                   "all-ref. " + "; ".join(f"{POLICY_SHORT[k]}: {v}" for k, v in POLICY_TEXT.items()) + ".")
+    return t
+
+
+def assignment_table(s: CallSiteSummary) -> TextTable:
+    t = TextTable("callsite_assignment", "Call sites: which model each routing policy puts on each site",
+                  ["site", *[POLICY_SHORT.get(r.policy, r.policy) for r in s.routing]], "l" * (1 + len(s.routing)))
+    for site in s.sites:
+        t.add([site, *[r.assignment.get(site) or DASH for r in s.routing]])
+    return t
+
+
+def group_table(s: CallSiteSummary) -> TextTable:
+    t = TextTable("callsite_groups", "Call sites: accuracy by sub-group", ["site/group", *s.models],
+                  "l" + "r" * len(s.models))
+    for key, row in s.groups.items():
+        t.add([key, *[pct(row.get(m), 0) for m in s.models]])
+    return t
+
+
+#: columns the terminal may drop, in this order, to fit its width (report files keep them all)
+TERMINAL_OPTIONAL: dict[str, tuple[str, ...]] = {
+    "callsite_accuracy": ("spend share", "mean tok in", "infra", "passed", "sweep $"),
+    "callsite_mcnemar": ("p", "pairs"),
+    "callsite_actuation": ("refused actionable", "hallucinated", "substitutions", "exec CI", "over CI",
+                           "actionable", "impossible"),
+    "callsite_routing": ("$/call", "saving", "sweep $"),
+}
+
+
+def tables(s: CallSiteSummary) -> list[TextTable]:
+    out = [accuracy_table(s)]
+    for t in (mcnemar_table(s), actuation_table(s)):
+        if t is not None:
+            out.append(t)
+    out += [routing_table(s), assignment_table(s), group_table(s)]
+    for w in s.warnings:
+        out[0].notes.append(f"Warning: {w}")
+    return out
+
+
+def scatter_svg(s: CallSiteSummary) -> str:
+    """Execution accuracy (x) against over-actuation rate (y), one point per model."""
+    pts = [a for a in s.actuation if a.execution_accuracy is not None and a.over_actuation is not None]
+    if not pts:
+        return ""
+    w, h, pad = 360, 260, 44
+    px = lambda v: pad + v * (w - 2 * pad)  # noqa: E731
+    py = lambda v: h - pad - v * (h - 2 * pad)  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
+           'role="img" aria-label="acting versus refusing">',
+           f'<rect x="{pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="none" stroke="#999"/>',
+           f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle" font-size="11">execution accuracy (actionable)</text>',
+           f'<text x="12" y="{h / 2}" text-anchor="middle" font-size="11" transform="rotate(-90 12 {h / 2})">'
+           'over-actuation (impossible)</text>',
+           f'<text x="{w - pad}" y="{h - pad - 4}" text-anchor="end" font-size="10" fill="#2a7">deployable</text>']
+    for v in (0, 0.5, 1):
+        out.append(f'<text x="{px(v):.1f}" y="{h - pad + 14}" text-anchor="middle" font-size="9">{v:.0%}</text>')
+        out.append(f'<text x="{pad - 4}" y="{py(v) + 3:.1f}" text-anchor="end" font-size="9">{v:.0%}</text>')
+    for a in pts:
+        x, y = px(a.execution_accuracy), py(a.over_actuation)  # type: ignore[arg-type]
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#36c"><title>{escape(a.model)}: execution '
+                   f'{a.execution_accuracy:.0%}, over-actuation {a.over_actuation:.0%}</title></circle>')
+        out.append(f'<text x="{x + 6:.1f}" y="{y - 6:.1f}" font-size="10">{escape(a.model)}</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,113 @@
+"""Report sections contributed by case kinds, through one registry.
+
+The ladder's tables are the report's body; another kind (call sites) adds a section: a
+statistic computed from the run records plus the tables that show it. Every output (terminal,
+summary.json, report.md, report.html) walks the same registry, so a kind never edits them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .files import TextTable
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    key: str  # summary.json key and HTML anchor
+    title: str
+    #: (records, models meta, reference, alpha) -> the section's statistic, or None when it has no data
+    compute: Callable[..., Any]
+    tables: Callable[[Any], list[TextTable]]
+    figure: Callable[[Any], str] = lambda _: ""  # an inline SVG for report.html
+    #: table key -> columns the terminal may drop, in order, to fit its width
+    optional: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    files_only: frozenset[str] = frozenset()  # table keys too long for the terminal (report files show them)
+
+
+SECTIONS: dict[str, ReportSection] = {}
+
+
+def register_section(section: ReportSection) -> None:
+    SECTIONS[section.key] = section
+
+
+def _builtin() -> None:
+    if "callsite" not in SECTIONS:
+        from ..callsite import stats, tables
+
+        register_section(ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha:
+                                       stats.summarise(recs, meta, reference=reference, alpha=alpha),
+                                       tables.tables, tables.scatter_svg, tables.TERMINAL_OPTIONAL,
+                                       frozenset({"callsite_groups"})))
+
+
+def compute_sections(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None, *,
+                     reference: str | None = None, alpha: float = 0.05) -> dict[str, Any]:
+    """{key: statistic} for every registered section that has data."""
+    _builtin()
+    recs = list(records)
+    out = {}
+    for key, section in SECTIONS.items():
+        value = section.compute(recs, meta or {}, reference, alpha)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def section_tables(sections: Mapping[str, Any]) -> list[tuple[ReportSection, list[TextTable]]]:
+    _builtin()
+    return [(SECTIONS[k], SECTIONS[k].tables(v)) for k, v in sections.items() if k in SECTIONS]
+
+
+def is_ladder(record: Mapping[str, Any]) -> bool:
+    """Records the ladder's statistics read (call-site and other kinds report in their sections)."""
+    return record.get("kind") in (None, "episode")
+
+
+def section_markdown(sections: Mapping[str, Any]) -> str:
+    from .markdown import md_table
+
+    parts = []
+    for section, tabs in section_tables(sections):
+        parts += [f"# {section.title}", ""] + [md_table(t) for t in tabs]
+    return "\n".join(parts)
+
+
+def section_html(sections: Mapping[str, Any]) -> str:
+    from html import escape
+
+    from .html import html_table
+
+    parts = []
+    for section, tabs in section_tables(sections):
+        fig = section.figure(sections[section.key])
+        body = (f'<div class="chart">{fig}</div>' if fig else "") + "".join(
+            f"<h3>{escape(t.title)}</h3>{html_table(t)}" for t in tabs)
+        parts.append(f'<section id="{section.key}"><h2>{escape(section.title)}</h2>{body}</section>\n')
+    return "".join(parts)
+
+
+def section_text(sections: Mapping[str, Any], *, width: int = 120, markup: bool = False) -> str:
+    import io
+
+    from rich.console import Console
+
+    from .terminal import fitted_table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=markup, color_system="standard" if markup else None,
+                      highlight=False, emoji=False, no_color=not markup, legacy_windows=False)
+    for section, tabs in section_tables(sections):
+        for t in tabs:
+            if t.key in section.files_only:
+                continue
+            for part in fitted_table(console, t, title=f"AgentFloor: {t.title}",
+                                     optional=section.optional.get(t.key, ())):
+                console.print(part)
+            for note in t.notes:
+                console.print(note, style="dim", markup=False)
+            console.print()
+    return buf.getvalue()
