@@ -15,11 +15,16 @@ REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "cases"
 
 
-def n_items(variants: bool = True) -> int:
+def n_items(variants: bool = True, callsite: bool = True) -> int:
+    """Items of one model over `cases/`: the ladder's, plus one per call-site case."""
     total = 0
     for path in iter_case_files(CASES):
         case, _ = load_case(path)
         total += (len(case.prompts) if variants else 1) * (1 + len(case.instances))
+    if callsite:
+        from pytest_agentfloor.kinds import load_file
+
+        total += sum(len(load_file(p)[1]) for p in sorted((CASES / "callsite").glob("*.toml")))
     return total
 
 
@@ -41,7 +46,9 @@ def test_oracle_passes_every_case(bench: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*AgentFloor: task completion by model and tier*", "*oracle*all*100.0%*"])
     recs = records(bench)
     assert len(recs) == n_items() and all(r["passed"] for r in recs)
-    assert {r["tier"] for r in recs} == {"A0", "A", "B", "C", "D", "E"}
+    assert {r["tier"] for r in recs if r["kind"] == "episode"} == {"A0", "A", "B", "C", "D", "E"}
+    assert {r["tier"] for r in recs if r["kind"] == "callsite"} == {"callsite"}
+    result.stdout.fnmatch_lines(["*AgentFloor: Call sites: accuracy per site and model*"])
 
 
 # the exact classification each fault policy must get on a case built for it

@@ -71,7 +71,7 @@ def make_records(seed: int = 0, runs: int = 2) -> list[dict]:
                                 "termination": "provider_error" if infra else "final_answer", "turns": 3, "calls": 2,
                                 "tokens_in": tin, "tokens_out": tout, "latency_s": round(0.8 * w, 6), "wall_s": w,
                                 "cost_usd": round(cost, 10), "error": "HTTP 503" if infra else None,
-                                "case_hash": "c0ffee",
+                                "case_hash": "c0ffee", "kind": "episode", "facets": None,
                                 "config": model_config(model), "obligations": {"A": True},
                                 "trajectory": {"turns": [], "calls": []},
                             })
