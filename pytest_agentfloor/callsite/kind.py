@@ -66,8 +66,13 @@ def _installations(table: SiteTable, path: Path) -> dict[str, Installation]:
     """Installations named by the table's cases, read from ``<installations_dir>/<id>.toml``."""
     names = {c.installation or table.installation for c in table.cases} - {None}
     out = {}
+    folder = path.parent / table.installations_dir
     for name in sorted(names):  # type: ignore[type-var]
-        inst = load_installation(path.parent / table.installations_dir / f"{name}.toml")
+        if not (folder / f"{name}.toml").is_file():
+            have = sorted(p.stem for p in folder.glob("*.toml")) if folder.is_dir() else []
+            raise CaseError(path, [f"installation: no file {table.installations_dir}/{name}.toml for {name!r}; "
+                                   f"available: {', '.join(have) or 'none'}"])
+        inst = load_installation(folder / f"{name}.toml")
         if inst.id != name:
             raise CaseError(path, [f"installation {name!r}: its file declares id {inst.id!r}"])
         out[name] = inst

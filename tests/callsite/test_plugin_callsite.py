@@ -1,0 +1,129 @@
+"""Call-site items through real pytest runs (pytester): ids, markers, records, xdist, offline report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_agentfloor.callsite.stats import summarise
+from pytest_agentfloor.kinds import load_file
+
+REPO = Path(__file__).resolve().parents[2]
+CALLSITE = REPO / "cases" / "callsite"
+MODELS = """
+[models.big]
+provider = "scripted"
+policy = "oracle"
+pricing = { input_per_mtok = 3.0, output_per_mtok = 15.0 }
+[models.eager]
+provider = "scripted"
+policy = "over_actuate"
+params_b = 2
+[models.shy]
+provider = "scripted"
+policy = "always_refuse"
+params_b = 4
+"""
+
+
+def n_cases(path: Path = CALLSITE) -> int:
+    return sum(len(load_file(p)[1]) for p in sorted(path.glob("*.toml")))
+
+
+@pytest.fixture
+def sites(pytester: pytest.Pytester) -> pytest.Pytester:
+    shutil.copytree(CALLSITE, pytester.path / "cases" / "callsite")
+    pytester.makefile(".toml", models=MODELS)
+    return pytester
+
+
+def records(pytester: pytest.Pytester) -> list[dict]:
+    return [json.loads(line) for line in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
+
+
+def test_oracle_passes_every_call_site_case(sites: pytest.Pytester) -> None:
+    result = sites.runpytest("cases/callsite", "--model", "oracle", "--strict-markers")
+    result.assert_outcomes(passed=n_cases())
+    recs = records(sites)
+    assert len(recs) == n_cases() and all(r["passed"] for r in recs)
+    r = next(x for x in recs if x["task"] == "actuator-b_flip-01")
+    assert r["kind"] == "callsite" and r["turns"] == 1 and r["calls"] == 0
+    assert r["facets"]["site"] == "actuator" and r["facets"]["installation"] == "site_b"
+    assert r["facets"]["cross_site"] == "flip" and r["facets"]["refused"] is True
+    assert r["trajectory"]["messages"][1]["content"].startswith("Turn off the TV.")
+    assert "AVAILABLE HA ENTITIES (office)" in r["trajectory"]["messages"][1]["content"]
+
+
+def test_markers_select_site_installation_and_sub_group(sites: pytest.Pytester) -> None:
+    result = sites.runpytest("cases/callsite", "--model", "oracle", "-m", "actuator and site_b", "--co", "-q")
+    ids = [line for line in result.stdout.lines if "::" in line]
+    assert ids and all("::actuator-b_" in i for i in ids)
+    assert len(ids) == sum(1 for line in (CALLSITE / "actuator.toml").read_text().splitlines()
+                           if line.startswith('group = "b_'))
+    result = sites.runpytest("cases/callsite", "--model", "oracle", "-m", "codegen and subscribe", "--co", "-q")
+    ids = [line for line in result.stdout.lines if "::" in line]
+    assert ids == [f"cases/callsite/codegen.toml::codegen-subscribe-0{n}[v0-i0-r0-oracle]" for n in (1, 2, 3)]
+    result = sites.runpytest("cases/callsite", "--model", "oracle", "-k", "planner and infeasible", "--co", "-q")
+    assert sum("planner-infeasible" in line for line in result.stdout.lines) == 4
+
+
+def test_degenerate_policies_land_where_the_paper_puts_them(sites: pytest.Pytester) -> None:
+    result = sites.runpytest("cases/callsite/actuator.toml", "cases/callsite/planner.toml",
+                             "--model", "big,eager,shy", "--reference", "big", "-p", "no:randomly")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] > 0 and "error" not in outcomes and "errors" not in outcomes
+    s = summarise(records(sites), reference="big")
+    act = {a.model: a for a in s.actuation}
+    # the over-actuator: right on every actionable request, acts on every impossible one, by substitution
+    assert act["eager"].execution_accuracy == 1.0 and act["eager"].over_actuation == 1.0
+    assert act["eager"].substitution_share == 1.0 and act["eager"].hallucinations == 0
+    # the refuser: a perfect over-actuation rate, and no execution at all
+    assert act["shy"].execution_accuracy == 0.0 and act["shy"].over_actuation == 0.0
+    assert act["shy"].refused_actionable == act["shy"].n_actionable
+    assert act["big"].execution_accuracy == 1.0 and act["big"].over_actuation == 0.0
+    # aggregate actuator accuracy alone hides which way each one fails
+    acc = s.accuracy["actuator"]
+    assert acc["eager"].accuracy == pytest.approx(act["eager"].n_actionable / (act["eager"].n_actionable
+                                                                             + act["eager"].n_impossible))
+    assert acc["shy"].accuracy == pytest.approx(1 - acc["eager"].accuracy)
+    tests = {(t.model, t.site): t for t in s.tests}
+    assert tests[("eager", "actuator")].only_model == 0
+    assert tests[("eager", "actuator")].only_reference == act["eager"].n_impossible
+    result.stdout.fnmatch_lines(["*Actuator: acting versus refusing*", "*routing policies*"])
+
+
+def test_xdist_and_the_offline_report_give_the_same_files(sites: pytest.Pytester) -> None:
+    args = ["cases/callsite", "--model", "big,eager", "--reference", "big", "--agentfloor-report", "all"]
+    sites.runpytest(*args)
+    serial = json.loads((sites.path / "reports" / "summary.json").read_text())
+    sites.runpytest(*args, "-n", "2")
+    files = {n: (sites.path / "reports" / n).read_text() for n in ("summary.json", "report.md", "report.html")}
+    assert json.loads(files["summary.json"])["callsite"] == serial["callsite"]
+    assert "# Call sites" in files["report.md"] and 'id="callsite"' in files["report.html"]
+    assert "<svg" in files["report.html"].split('id="callsite"')[1]
+    out = sites.path / "rebuilt"
+    proc = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "report", str(sites.path / "reports" / "runs.jsonl"),
+                           "--reference", "big", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    for name, text in files.items():
+        assert (out / name).read_text() == text, name
+
+
+def test_a_broken_site_table_is_a_clear_collection_error_and_the_rest_runs(sites: pytest.Pytester) -> None:
+    path = sites.path / "cases" / "callsite" / "intent.toml"
+    path.write_text(path.read_text().replace('label = "actuate"', 'label = "act_now"', 1))
+    (sites.path / "cases" / "callsite" / "ghost.toml").write_text(
+        'kind = "callsite"\nsite = "ghost"\ngrader = "actuator"\nsystem_prompt = "x"\n'
+        '[[case]]\ngroup = "a_control"\ninstallation = "site_z"\nprompt = "p"\nactions = []\n')
+    result = sites.runpytest("cases/callsite", "--model", "oracle")
+    result.stdout.fnmatch_lines(["*invalid case file *ghost.toml:*",
+                                 "*installation: no file installations/site_z.toml for 'site_z'; available: site_a, "
+                                 "site_b*",
+                                 "*invalid case file *intent.toml:*", "*label 'act_now' is not in labels*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] == n_cases() - 24 and outcomes["errors"] == 2
