@@ -74,10 +74,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.print_tables:
+        from .sections import compute_sections, section_text
         from .terminal import render_text
 
-        width = shutil.get_terminal_size((120, 24)).columns
-        sys.stdout.write(render_text(summary, width=max(width, 80), markup=sys.stdout.isatty()))
-    print(f"{prog}: {summary.n_records} records, {len(summary.model_order)} model(s); wrote "
+        width = max(shutil.get_terminal_size((120, 24)).columns, 80)
+        sections = compute_sections(prepare_records(records)[0], meta, reference=args.reference)
+        if summary.model_order or not sections:
+            sys.stdout.write(render_text(summary, width=width, markup=sys.stdout.isatty()))
+        if sections:
+            sys.stdout.write(section_text(sections, width=width, markup=sys.stdout.isatty()))
+    print(f"{prog}: {len(prepare_records(records)[0])} records, {len(models)} model(s); wrote "
           f"{', '.join(REPORT_FILES)} to {out}")
     return 0

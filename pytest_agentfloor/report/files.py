@@ -164,7 +164,12 @@ def build_summary(records: Iterable[Mapping[str, Any]], models_meta: Mapping[str
     meta = normalise_meta(models_meta, (str(r["model"]) for r in recs if r.get("model") is not None))
     from .sections import is_ladder
 
-    summary = aggregate([r for r in recs if is_ladder(r)], meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
+    ladder = [r for r in recs if is_ladder(r)]
+    if not ladder and len(ladder) != len(recs):  # only other kinds: their sections are the report
+        summary = aggregate([], {}, reference=None, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
+                            infra_as_failure=infra_as_failure, cluster=cluster)
+        return replace(summary, config={**summary.config, "reference": reference}), meta
+    summary = aggregate(ladder, meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
                         infra_as_failure=infra_as_failure, cluster=cluster)
     if notes:
         summary = replace(summary, warnings=tuple(sorted({*summary.warnings, *notes})))
