@@ -117,6 +117,10 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
              baseline_model: str | None = None, n_boot: int = 10_000, seed: int = 42,
              alpha: float = 0.05) -> GateResult:
     floors = floors or {}
+    # the gate certifies ladder tiers; call-site records (tier "callsite") are reported, not gated
+    set_aside = sum(1 for r in candidate if r.get("tier") not in TIERS)
+    candidate = [r for r in candidate if r.get("tier") in TIERS]
+    baseline = [r for r in baseline if r.get("tier") in TIERS]
     cand_models = sorted({r["model"] for r in candidate})
     if len(cand_models) != 1:
         raise GateError(f"the gate compares one candidate model; this run has {cand_models or 'none'}")
@@ -140,6 +144,8 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
         raise GateError(f"--gate-tiers: unknown tier(s) {unknown}; valid: {', '.join(TIERS)}")
     result = GateResult([], cand_models[0], baseline_model,
                         unpaired_candidate=len(set(cand) - set(base)), unpaired_baseline=len(set(base) - set(cand)))
+    if set_aside:
+        result.notes.append(f"{set_aside} call-site record(s) are reported but not gated (the gate checks ladder tiers)")
     tests: list[PairedTest] = []
     for tier in gated:
         keys = sorted(k for k in cand if k in base and cand[k]["tier"] == tier)

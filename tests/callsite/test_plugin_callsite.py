@@ -127,3 +127,13 @@ def test_a_broken_site_table_is_a_clear_collection_error_and_the_rest_runs(sites
                                  "*invalid case file *intent.toml:*", "*label 'act_now' is not in labels*"])
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] == n_cases() - 24 and outcomes["errors"] == 2
+
+
+def test_the_gate_checks_ladder_tiers_and_sets_call_sites_aside(sites: pytest.Pytester) -> None:
+    shutil.copytree(REPO / "cases" / "tier_A0", sites.path / "cases" / "tier_A0")
+    sites.runpytest("cases", "--model", "oracle", "--variants", "v0")
+    shutil.copy(sites.path / "reports" / "runs.jsonl", sites.path / "baseline.jsonl")
+    result = sites.runpytest("cases", "--model", "oracle", "--variants", "v0", "--baseline", "baseline.jsonl")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*gate tier A0: *", f"*gate: {n_cases()} call-site record(s) are reported but not "
+                                 "gated*", "*agentfloor gate: PASSED*"])
