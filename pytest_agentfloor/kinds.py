@@ -10,6 +10,7 @@ not ask which kind produced it.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,38 @@ class EpisodeKind:
         from .grading import grade
 
         return grade(case, trajectory, hook)
+
+
+_CALLSITE_KIND = re.compile(r'^kind\s*=\s*["\']callsite["\']', re.M)
+
+
+def is_case_file(path: Path) -> bool:
+    """A ladder case (``tier_*/ID.toml``) or a call-site table (``callsite/*.toml`` declaring the kind).
+
+    Installation files next to the tables are read by the tables that name them, not collected;
+    any other TOML (a pyproject.toml in a folder that happens to be called callsite) is left alone.
+    """
+    if path.suffix != ".toml":
+        return False
+    if path.parent.name.startswith("tier_"):
+        return True
+    if path.parent.name == "callsite":
+        try:
+            return bool(_CALLSITE_KIND.search(path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            return False
+    return False
+
+
+def holds_cases(directory: Path) -> bool:
+    """Whether a directory given on the command line is (or directly holds) a folder of cases."""
+    candidates = [directory, *(c for c in directory.iterdir() if c.is_dir())]
+    for d in candidates:
+        if d.name.startswith("tier_"):
+            return True
+        if d.name == "callsite" and any(is_case_file(f) for f in d.glob("*.toml")):
+            return True
+    return False
 
 
 KINDS: dict[str, CaseKind] = {}

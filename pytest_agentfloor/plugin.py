@@ -16,7 +16,7 @@ import pytest
 from . import hookspec
 from .config import ModelConfig
 from .grading import grade
-from .kinds import all_kinds
+from .kinds import all_kinds, is_case_file
 from .items import CaseFile, CaseItem, InfrastructureError, play
 from .options import gate_spec, add_options, read_settings, settings_key
 from .providers.base import Provider
@@ -89,7 +89,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 # -- collection ---------------------------------------------------------------------------
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix == ".toml" and (file_path.parent.name.startswith("tier_") or "callsite" in file_path.parent.parts):
+    if is_case_file(file_path):
         return CaseFile.from_parent(parent, path=file_path)
     return None
 

@@ -20,6 +20,7 @@ from . import __version__
 from .corpus import completed_records
 from .options import Settings
 from .reportdir import SESSION_FILE, ReportDirBusy, ReportDirLock, new_session_id, publish, resume_source, session_dir
+from .kinds import holds_cases, is_case_file
 from .results import PROPERTY_FIELDS
 from .runinfo import narrowing, selection, stop_reason
 
@@ -34,11 +35,10 @@ def targets_cases(config: pytest.Config) -> bool:
     for arg in config.args:
         p = (base / arg.split("::")[0]).resolve()
         if p.is_file():
-            if p.suffix == ".toml" and (p.parent.name.startswith("tier_") or "callsite" in p.parent.parts):
+            if is_case_file(p):
                 return True
         elif p.is_dir():
-            if p.name.startswith(("tier_", "callsite")) or "callsite" in p.parts or any(
-                    c.is_dir() and c.name.startswith(("tier_", "callsite")) for c in p.iterdir()):
+            if holds_cases(p):
                 return True
     return False
 
