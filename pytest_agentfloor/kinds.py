@@ -11,17 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from .suite.loader import CaseError, parse_case, resolve
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from .suite.loader import CaseError, parse_case, read_toml, resolve
 
 
 @dataclass(frozen=True)
@@ -142,11 +136,7 @@ def all_kinds() -> list[CaseKind]:
 def load_file(path: Path) -> tuple[CaseKind, list[Entry]]:
     """Read one case file and hand it to its kind; a CaseError names the file and the problem."""
     _builtin()
-    raw = Path(path).read_bytes()
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise CaseError(path, [f"not valid TOML: {exc}"]) from None
+    data, raw = read_toml(path)
     name = data.pop("kind", "episode")
     if name not in KINDS:
         raise CaseError(path, [f"kind: unknown case kind {name!r}; valid: {', '.join(sorted(KINDS))}"])

@@ -215,8 +215,11 @@ def run_problem(r: Any) -> str | None:
             return f"no {key!r} field"
         if not isinstance(r[key], typ) or (typ is int and isinstance(r[key], bool)):
             return f"field {key!r} is {type(r[key]).__name__}, expected {typ.__name__}"
-    if r["tier"] not in TIERS:
+    kind = r.get("kind") or "episode"
+    if kind == "episode" and r["tier"] not in TIERS:
         return f"unknown tier {r['tier']!r}"
+    if kind == "callsite" and not isinstance(r.get("facets"), dict) and "facets" in r:
+        return "a call-site record whose 'facets' is not an object"
     return None
 
 

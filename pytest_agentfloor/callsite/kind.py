@@ -8,7 +8,6 @@ as a one-turn Trajectory, so records, resume, replay, xdist and reports are the 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +19,11 @@ from ..grading import Grade
 from ..grading.obligations import Verdict
 from ..kinds import Entry
 from ..providers.base import MalformedReply, ProviderError
-from ..suite.loader import CaseError, _loc
+from ..suite.loader import CaseError, _loc, read_toml
 from ..trajectory import ToolCall, Trajectory, Turn
 from .graders import GRADERS, Outcome
 from .schema import CallSiteCase, Installation, SiteTable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 MARKERS: dict[str, str] = {
     "callsite": "a call-site case (one model request graded by an output contract)",
@@ -49,12 +44,7 @@ def _problems(exc: ValidationError) -> list[str]:
 
 
 def load_installation(path: Path) -> Installation:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CaseError(path, ["installation file not found"]) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise CaseError(path, [f"not valid TOML: {exc}"]) from None
+    data, _ = read_toml(path)
     data.pop("kind", None)
     try:
         return Installation.model_validate(data)

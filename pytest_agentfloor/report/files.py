@@ -176,7 +176,7 @@ def build_summary(records: Iterable[Mapping[str, Any]], models_meta: Mapping[str
     return summary, meta
 
 
-RUN_FIELDS: tuple[str, ...] = ("model", "task", "tier", "variant", "instance", "run", "passed", "infra_error")
+RUN_FIELDS: tuple[str, ...] = ("model", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "kind")
 
 
 def run_outcomes(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -66,8 +66,8 @@ def parse_case(data: dict[str, Any], path: Path | str) -> Case:
     return case
 
 
-def load_case(path: Path | str) -> tuple[Case, str]:
-    """Parse and validate one case file; returns the case and a hash of its content."""
+def read_toml(path: Path | str) -> tuple[dict[str, Any], bytes]:
+    """The TOML table of a case file and its raw bytes; a CaseError says what is wrong and where."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
@@ -80,9 +80,14 @@ def load_case(path: Path | str) -> tuple[Case, str]:
         raise CaseError(path, [f"line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {column}); "
                                "save the file as UTF-8"]) from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text), raw
     except tomllib.TOMLDecodeError as exc:
         raise CaseError(path, [f"not valid TOML: {exc}"]) from None
+
+
+def load_case(path: Path | str) -> tuple[Case, str]:
+    """Parse and validate one case file; returns the case and a hash of its content."""
+    data, raw = read_toml(path)
     return parse_case(data, path), hashlib.sha256(raw).hexdigest()[:16]
 
 
