@@ -184,14 +184,13 @@ def grade_call(case: CallSiteCase, traj: Trajectory, hook: Any = None) -> SiteGr
     return SiteGrade(first is None, outcome.verdicts, first, None, flag, facets(case, outcome))
 
 
-def play_call(case: CallSiteCase, provider: Any, *, model: str, run: int = 0, token_budget: int = 0,
+def play_call(case: CallSiteCase, provider: Any, *, model: str, run: int = 0, protocol: str | None = None,
               clock: Any = time.perf_counter) -> Trajectory:
     """One request, recorded as a one-turn trajectory; never raises for model or endpoint failures."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": case.system_prompt},
                                       {"role": "user", "content": case.user_message}]
     traj = Trajectory(case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
-                      model=model, tools=[], messages=messages, turn_budget=1, call_limit=0,
-                      token_budget=token_budget)
+                      model=model, tools=[], messages=messages, turn_budget=1, call_limit=0, protocol=protocol)
     start = clock()
     try:
         reply = provider.complete(messages, [], case=case)
@@ -225,7 +224,8 @@ class CallSiteKind:
         return entries
 
     def play(self, settings: Any, case: CallSiteCase, model: Any, provider: Any, run: int) -> Trajectory:
-        return play_call(case, provider, model=model.name, run=run, token_budget=settings.token_budget)
+        # one request without tools: the episode protocol's budgets have nothing to limit; its name is kept
+        return play_call(case, provider, model=model.name, run=run, protocol=settings.protocol.name)
 
     def grade(self, case: CallSiteCase, trajectory: Trajectory, hook: Any) -> SiteGrade:
         return grade_call(case, trajectory, hook)
