@@ -108,10 +108,18 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
         raise pytest.UsageError(f"--gate-tiers: unknown tier(s) {bad}; valid: {', '.join(TIERS)}")
     path = Path(config.invocation_params.dir) / raw
     try:  # read it now: a bad baseline must stop the session before the first item, not after the last
-        load_baseline(path)
+        runs, _ = load_baseline(path)
     except GateError as exc:  # named as the user wrote it
         raise pytest.UsageError(str(exc).replace(str(path), raw)) from None
-    return GateSpec(path, margin, tiers or None, floors, str(_opt(config, "agentfloor_gate_baseline_model")) or None)
+    baseline_model = str(_opt(config, "agentfloor_gate_baseline_model")) or None
+    in_file = sorted({r["model"] for r in runs})
+    if baseline_model is not None and baseline_model not in in_file:
+        raise pytest.UsageError(f"--gate-baseline-model: {baseline_model!r} is not in --baseline {raw} "
+                                f"(it holds {', '.join(in_file)})")
+    if baseline_model is None and len(in_file) > 1:
+        raise pytest.UsageError(f"--baseline {raw} holds several models ({', '.join(in_file)}); "
+                                "name the incumbent with --gate-baseline-model")
+    return GateSpec(path, margin, tiers or None, floors, baseline_model)
 
 
 
