@@ -37,5 +37,10 @@ def safe_markdown(text: object) -> str:
     return _TAG.sub("&lt;", s).replace("|", "\\|")
 
 
+def safe_markdown_text(text: str) -> str:
+    """A whole Markdown document: controls made visible (newlines and tabs kept), no raw HTML tags."""
+    return _TAG.sub("&lt;", safe_text(text))
+
+
 def safe_html(text: object) -> str:
     return html.escape(safe_text(text), quote=True)

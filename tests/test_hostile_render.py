@@ -88,3 +88,26 @@ def test_markdown_cells_escape_markup_from_names(tmp_path: Path) -> None:
 
 def test_markdown_keeps_character_references_literal() -> None:
     assert safe_markdown("a &lt; b &#60; R&D") == "a &amp;lt; b &amp;#60; R&D"
+
+
+def test_report_command_renders_hostile_names_from_a_stored_file(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A runs.jsonl from elsewhere may carry any text in its names: tables show it made safe."""
+    import json
+
+    from pytest_agentfloor.report.cli import main as report_main
+
+    evil = "m\x1b]0;owned\x07\x1b[2J<script>"
+    rows = [{"model": evil, "task": "A1", "tier": "A", "variant": "v0", "instance": "i0", "run": r,
+             "passed": r % 2 == 0, "infra_error": False, "failure_mode": None if r % 2 == 0 else "F3",
+             "first_unmet": None if r % 2 == 0 else "Q", "terminal_flag": None if r % 2 == 0 else "wrong_conclusion",
+             "termination": "final_answer", "turns": 2, "calls": 1, "tokens_in": 10, "tokens_out": 5,
+             "latency_s": 0.1, "wall_s": 0.1, "cost_usd": 0.0} for r in range(4)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert report_main([str(path), "--print", "--n-boot", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "m\\x1b]0;owned\\x07" in out
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / name).read_text("utf-8")
+        assert "\x1b" not in text and "\x07" not in text and "<script>" not in text

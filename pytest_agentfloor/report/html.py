@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from ..grading.failure import FAILURE_NAMES
+from ..render import safe_text
 from ..stats import OVERALL, Summary
 from .files import (
     DASH,
@@ -498,7 +499,7 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
     parts.append(_section("models", "Models", html_table(models_table(summary, meta)),
                           *([f"<h2>{escape(rel.title)}</h2>", html_table(rel)] if rel is not None else [])))
     parts.append("</main></body></html>\n")
-    return "".join(parts)
+    return safe_text("".join(parts))  # escaped already; no control character survives either
 
 
 __all__ = ["failure_stack_svg", "heatmap_svg", "render_html", "scatter_svg", "tcr_colour"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..render import safe_markdown
+from ..render import safe_markdown, safe_markdown_text
 from ..stats import Summary
 from .files import (
     TextTable,
@@ -70,4 +70,5 @@ def render_markdown(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> 
     rel = reliability_table(summary)
     if rel is not None:
         parts.append(md_table(rel))
-    return "\n".join(parts).rstrip("\n") + "\n"
+    # names from a stored file may carry anything: no control characters or raw HTML in any line
+    return safe_markdown_text("\n".join(parts).rstrip("\n") + "\n")

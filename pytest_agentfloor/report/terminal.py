@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..render import safe_text
 from ..stats import Summary
 from .files import (
     DASH,
@@ -71,7 +72,8 @@ def rich_table(t: TextTable, *, title: str | None = None, table_box: box.Box = b
                              min_width=min(longest, 32) if i == 0 else None)
     ends = set(t.sections)
     for n, (row, cls) in enumerate(zip(t.rows, t.classes)):
-        table.add_row(*[Text("-" if row[i] == DASH else row[i], style=_style(cls[i])) for i in keep],
+        table.add_row(*[Text("-" if row[i] == DASH else safe_text(row[i], multiline=False), style=_style(cls[i]))
+                        for i in keep],
                       end_section=n in ends and n != len(t.rows) - 1)
     return table
 
