@@ -13,15 +13,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from .breakdown import FailureBreakdown, compute_breakdown
-from .cost import CostStats, compute_cost, pareto_front
-from .paired import PairedSection, compare_to_reference
+from .cost import CostStats, compute_cost, pareto_front, run_costs
+from .diagnostics import Diagnostics, compute_diagnostics
+from .instances import HEADLINE_INSTANCE, InstanceCell, instance_ablation, split_headline
+from .intervals import DECISION_BOUNDS, INTERVAL_METHODS
+from .paired import PairedSection, compare_to_reference, decision_tail
 from .records import OVERALL, build_table, normalise_cluster, scopes_of
 from .recipes import DEFAULT_TARGETS_PCT, Recipe, deployment_recipes, size_order
 from .reliability import ReliabilityCurve, compute_reliability
 from .serialize import dumps, to_jsonable
-from .tcr import TcrEstimate, compute_tcr
+from .tcr import DEFAULT_INFRA_THRESHOLD, TcrEstimate, compute_tcr
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+
+INTERVAL_TEXT = {
+    "guarded": "hull of the percentile bootstrap and a score interval (Wilson for a TCR, Tango for a paired Δ)",
+    "paper": "plain percentile bootstrap, as in the AgentFloor paper",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +40,7 @@ class ModelInfo:
     is_reference: bool
     n_records: int
     n_infra: int
+    unreliable_scopes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,8 @@ class Summary:
     breakdown: dict[str, dict[str, FailureBreakdown]]
     n_records: int
     warnings: tuple[str, ...]
+    diagnostics: dict[str, dict[str, Diagnostics]] | None = None
+    instance_ablation: tuple[InstanceCell, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Plain, stable dict: sorted keys, floats rounded to 6 decimals, ``None`` for undefined."""
@@ -75,6 +86,10 @@ def aggregate(
     cluster: str | None = None,
     alpha: float = 0.05,
     targets_pct: Iterable[float] = DEFAULT_TARGETS_PCT,
+    interval_method: str = "guarded",
+    decision: str = "two-sided",
+    infra_threshold: float = DEFAULT_INFRA_THRESHOLD,
+    headline_instance: str | None = HEADLINE_INSTANCE,
 ) -> Summary:
     """Compute TCR + CIs, paired tests vs ``reference`` (Holm), pass@k/pass^k, recipes, cost, breakdowns.
 
@@ -90,9 +105,15 @@ def aggregate(
         raise ValueError("margin_pp must be >= 0")
     cl = normalise_cluster(cluster)
     targets = tuple(sorted(float(t) for t in targets_pct))
-    table = build_table(records)
+    all_records = list(records)
+    headline, set_aside = split_headline(all_records, headline_instance)
+    ablation = tuple(instance_ablation(all_records, infra_as_failure=infra_as_failure, alpha=alpha)) if set_aside else ()
+    table = build_table(headline)
     meta = dict(models_meta or {})
     warnings = list(table.warnings)
+    if set_aside:
+        warnings.append(f"instance variants other than {headline_instance} are reported in the instance ablation, "
+                        "not pooled into the tiers")
 
     params: dict[str, float | None] = {}
     for m in table.model_names:
@@ -105,22 +126,37 @@ def aggregate(
         warnings.append(f"reference model {reference!r} has no records; paired tests skipped")
 
     scopes = scopes_of(table)
-    tcr = compute_tcr(table, n_boot=n_boot, seed=seed, cluster=cl, infra_as_failure=infra_as_failure, alpha=alpha)
+    tcr = compute_tcr(table, n_boot=n_boot, seed=seed, cluster=cl, infra_as_failure=infra_as_failure, alpha=alpha,
+                      interval_method=interval_method, infra_threshold=infra_threshold)
     paired = compare_to_reference(table, reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed, cluster=cl,
-                                  infra_as_failure=infra_as_failure, alpha=alpha)
+                                  infra_as_failure=infra_as_failure, alpha=alpha, interval_method=interval_method,
+                                  decision=decision)
     reliability = compute_reliability(table, infra_as_failure=infra_as_failure)
-    cost = compute_cost(table, infra_as_failure=infra_as_failure)
+    cost = compute_cost(table, infra_as_failure=infra_as_failure, costs=run_costs(table, meta))
     breakdown = compute_breakdown(table)
-    recipes = deployment_recipes(tcr, params, table.tiers_present, targets_pct=targets, cost=cost)
-    pareto = {sc: pareto_front({m: (cost[m][sc].cost_per_run, cost[m][sc].tcr) for m in table.model_names})
+    diagnostics = compute_diagnostics(table, headline)
+    reliable = {m: {sc: e for sc, e in by.items() if not e.unreliable} for m, by in tcr.items()}
+    recipes = deployment_recipes(reliable, params, table.tiers_present, targets_pct=targets, cost=cost)
+    pareto = {sc: pareto_front({m: (cost[m][sc].cost_per_run, cost[m][sc].tcr) for m in table.model_names
+                                if not tcr[m][sc].unreliable})
               for sc in scopes}
+    flagged = [(m, sc) for m in table.model_names for sc in scopes if tcr[m][sc].unreliable]
+    if flagged:
+        warnings.append("unreliable endpoint (infra errors above {:g}% of runs): {}; kept out of best, the Pareto "
+                        "front and the recipes".format(100 * infra_threshold, ", ".join(
+                            f"{m} on {'all tiers' if sc == OVERALL else 'tier ' + sc}" for m, sc in flagged)))
+    unpriced = [m for m in table.model_names if cost[m][OVERALL].cost_per_run is None]
+    if unpriced:
+        warnings.append(f"no pricing and no size for {', '.join(unpriced)}: cost unknown, no place on the "
+                        "cost Pareto front")
 
     order = tuple(size_order(params, table.model_names))
     models = {}
     for mi, m in enumerate(table.model_names):
         sel = table.model == mi
         models[m] = ModelInfo(name=m, params_b=params[m], size_rank=order.index(m), is_reference=(m == reference),
-                              n_records=int(sel.sum()), n_infra=int((sel & table.infra).sum()))
+                              n_records=int(sel.sum()), n_infra=int((sel & table.infra).sum()),
+                              unreliable_scopes=tuple(sc for sc in scopes if tcr[m][sc].unreliable))
 
     config = {
         "reference": reference, "margin_pp": float(margin_pp), "n_boot": int(n_boot), "seed": int(seed),
@@ -128,9 +164,14 @@ def aggregate(
         "ci_level": 1.0 - alpha, "tost_ci_level": 1.0 - 2 * alpha, "targets_pct": list(targets),
         "resampling_unit": {"unit": "(variant, instance, run)", "task": "task", "run": "run"}[cl],
         "overall_scope": OVERALL,
+        "interval_method": interval_method, "interval_text": INTERVAL_TEXT[interval_method],
+        "decision_bound": decision, "decision_tail": decision_tail(alpha, decision),
+        "n_min_pairs": paired.n_min_pairs, "infra_threshold": float(infra_threshold),
+        "headline_instance": headline_instance, "instances_set_aside": set_aside,
+        "cost_basis": "self-hosted",
     }
     return Summary(
         schema_version=SCHEMA_VERSION, config=config, scopes=scopes, model_order=order, models=models, tcr=tcr,
         paired=paired, reliability=reliability, recipes=recipes, cost=cost, pareto=pareto, breakdown=breakdown,
-        n_records=table.n, warnings=tuple(sorted(warnings)),
+        n_records=table.n, warnings=tuple(sorted(warnings)), diagnostics=diagnostics, instance_ablation=ablation,
     )

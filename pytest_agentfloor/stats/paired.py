@@ -25,6 +25,22 @@ margin" and "p < alpha" are the same event, so Holm-adjusting these p-values is 
 unadjusted interval decisions. Reported p-values are floored at ``1/B`` (the Monte Carlo
 resolution); ties at exactly ``-m``/``+m`` count against the claim.
 
+Interval method (see :mod:`.intervals`): ``"guarded"`` (default) reports the hull of the
+bootstrap interval and Tango's paired score interval at the same level, and uses
+``max(bootstrap p, score p)`` for each one-sided test, so no decision rests on a bootstrap
+distribution that collapsed because every unit agreed; ``"paper"`` uses the bootstrap alone.
+
+Decision bound (``decision``): ``"two-sided"`` (default, the reading of the AgentFloor Table 1
+caption) certifies non-inferiority when the lower end of the two-sided ``1 - alpha`` (95 %) CI is
+above ``-m`` and equivalence when that CI lies inside ``(-m, +m)``, i.e. each one-sided test at
+``alpha / 2``; ``"one-sided"`` uses the ``1 - 2 alpha`` (90 %) CI, the textbook one-sided 95 %
+bound and TOST. Holm adjusts within a family at the same per-test level.
+
+Insufficient evidence: ``n_min_pairs`` is the fewest pairs with which even a table without a
+discordant pair could clear the margin under the method in force
+(:func:`.intervals.min_pairs_to_certify`); a claim that is not established on fewer pairs is
+reported as ``"insufficient evidence"`` rather than ``"no"``.
+
 Exact McNemar: ``b`` = pairs where the model passes and the reference fails, ``c`` the reverse;
 ``p = binomtest(b, b + c, 0.5).pvalue`` (two-sided), ``1.0`` when ``b + c = 0``.
 """
@@ -38,6 +54,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from .bootstrap import ClusterSums, bootstrap_sums, cluster_sums, order_bounds, ratio_replicates
+from .intervals import min_pairs_to_certify, tango, tango_pvalues
 from .multiplicity import holm
 from .records import OVERALL, Cluster, RunTable, expand_scopes, scopes_of
 
@@ -86,6 +103,30 @@ class PairedTest:
     p_mcnemar_holm: float | None = None
     noninferior_holm: bool = False
     equivalent_holm: bool = False
+    interval_method: str = "guarded"
+    decision: str = "two-sided"
+    n_min_pairs: int = 1
+    boot_ci95_low_pp: float | None = None
+    boot_ci95_high_pp: float | None = None
+    noninferiority_verdict: str = "no"
+    equivalence_verdict: str = "no"
+
+
+INSUFFICIENT = "insufficient evidence"
+
+
+def decision_tail(alpha: float, decision: str) -> float:
+    """Per one-sided test level: ``alpha / 2`` for the two-sided reading, ``alpha`` for one-sided."""
+    if decision not in ("two-sided", "one-sided"):
+        raise ValueError(f"decision must be 'two-sided' or 'one-sided', got {decision!r}")
+    return alpha / 2 if decision == "two-sided" else alpha
+
+
+def claim_verdict(holds: bool, n_pairs: int, n_min: int) -> str:
+    """``yes``; ``insufficient evidence`` when too few pairs to certify at all; else ``no``."""
+    if holds:
+        return "yes"
+    return INSUFFICIENT if n_pairs < n_min else "no"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +145,16 @@ class PairedSection:
     alpha: float
     cluster: str
     n_boot: int
+    interval_method: str
+    decision: str
+    n_min_pairs: int
     family_sizes: dict[str, int]
     tests: dict[str, dict[str, PairedTest]]
 
 
 def _paired_cells(cs: ClusterSums, b: np.ndarray, c: np.ndarray, pass_m: np.ndarray, pass_r: np.ndarray, *,
-                  margin_pp: float, n_boot: int, seed: int, alpha: float) -> dict[str, np.ndarray]:
+                  margin_pp: float, n_boot: int, seed: int, alpha: float,
+                  interval_method: str = "guarded") -> dict[str, np.ndarray]:
     """Vectorised point estimates, bounds and p-values for every cell of ``cs``."""
     sum_d, n = cs.totals
     s_num, s_den = bootstrap_sums(cs, n_boot, seed)
@@ -119,12 +164,22 @@ def _paired_cells(cs: ClusterSums, b: np.ndarray, c: np.ndarray, pass_m: np.ndar
     tol = _TIE_TOL * s_den
     p_lower = np.mean(100.0 * s_num + margin_pp * s_den <= tol, axis=0)
     p_upper = np.mean(100.0 * s_num - margin_pp * s_den >= -tol, axis=0)
+    boot95 = (lo95.copy(), hi95.copy())
+    if interval_method != "paper" and n.size:
+        n_i = np.rint(n)
+        t95 = tango(b, c, n_i, alpha / 2)
+        t90 = tango(b, c, n_i, alpha)
+        lo95, hi95 = np.fmin(lo95, 100.0 * t95[0]), np.fmax(hi95, 100.0 * t95[1])
+        lo90, hi90 = np.fmin(lo90, 100.0 * t90[0]), np.fmax(hi90, 100.0 * t90[1])
+        s_lo, s_hi = tango_pvalues(b, c, n_i, margin_pp / 100.0)
+        p_lower, p_upper = np.maximum(p_lower, s_lo), np.maximum(p_upper, s_hi)
     with np.errstate(invalid="ignore", divide="ignore"):
         safe = np.where(n > 0, n, 1.0)
         return dict(
             n=n, delta=np.where(n > 0, 100.0 * sum_d / safe, np.nan),
             tcr_m=np.where(n > 0, pass_m / safe, np.nan), tcr_r=np.where(n > 0, pass_r / safe, np.nan),
             lo95=lo95, hi95=hi95, lo90=lo90, hi90=hi90, p_lower=p_lower, p_upper=p_upper,
+            blo95=boot95[0], bhi95=boot95[1],
             b=b, c=c, n_units=cs.n_units,
         )
 
@@ -134,12 +189,17 @@ def _opt(x: float) -> float | None:
 
 
 def _make_test(r: dict[str, np.ndarray], i: int, *, model: str, reference: str, scope: str, margin_pp: float,
-               alpha: float, n_boot: int, unpaired_m: int, unpaired_r: int) -> PairedTest:
+               alpha: float, n_boot: int, unpaired_m: int, unpaired_r: int, interval_method: str = "guarded",
+               decision: str = "two-sided") -> PairedTest:
     n = int(round(r["n"][i]))
     b, c = int(round(r["b"][i])), int(round(r["c"][i]))
     has = n > 0
     floor = 1.0 / n_boot
     pl, pu = float(r["p_lower"][i]), float(r["p_upper"][i])
+    tail = decision_tail(alpha, decision)
+    n_min = min_pairs_to_certify(margin_pp, tail, interval_method)
+    ni = bool(has and pl < tail)
+    eq = bool(has and max(pl, pu) < tail)
     return PairedTest(
         model=model, reference=reference, scope=scope, n_pairs=n, n_unpaired_model=unpaired_m,
         n_unpaired_ref=unpaired_r, n_units=int(r["n_units"][i]),
@@ -150,15 +210,18 @@ def _make_test(r: dict[str, np.ndarray], i: int, *, model: str, reference: str, 
         margin_pp=float(margin_pp),
         p_noninferiority=max(pl, floor) if has else None,
         p_equivalence=max(pl, pu, floor) if has else None,
-        noninferior=bool(has and pl < alpha),
-        equivalent=bool(has and max(pl, pu) < alpha),
+        noninferior=ni, equivalent=eq,
         mcnemar_b=b, mcnemar_c=c, p_mcnemar=mcnemar_exact(b, c),
+        interval_method=interval_method, decision=decision, n_min_pairs=n_min,
+        boot_ci95_low_pp=_opt(r["blo95"][i]) if has else None, boot_ci95_high_pp=_opt(r["bhi95"][i]) if has else None,
+        noninferiority_verdict=claim_verdict(ni, n, n_min), equivalence_verdict=claim_verdict(eq, n, n_min),
     )
 
 
 def paired_compare(pass_model: np.ndarray, pass_ref: np.ndarray, unit: np.ndarray | None = None, *,
                    margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42, alpha: float = 0.05,
-                   model: str = "model", reference: str = "reference", scope: str = OVERALL) -> PairedTest:
+                   model: str = "model", reference: str = "reference", scope: str = OVERALL,
+                   interval_method: str = "guarded", decision: str = "two-sided") -> PairedTest:
     """Paired test on already-aligned pass arrays; ``unit`` clusters pairs (default: each pair alone)."""
     pm = np.asarray(pass_model, dtype=bool).ravel()
     pr = np.asarray(pass_ref, dtype=bool).ravel()
@@ -172,13 +235,18 @@ def paired_compare(pass_model: np.ndarray, pass_ref: np.ndarray, unit: np.ndarra
     cs = cluster_sums(cell, u_codes.ravel(), pm.astype(float) - pr.astype(float), None, 1)
     r = _paired_cells(cs, np.array([np.sum(pm & ~pr)], float), np.array([np.sum(~pm & pr)], float),
                       np.array([pm.sum()], float), np.array([pr.sum()], float),
-                      margin_pp=margin_pp, n_boot=n_boot, seed=seed, alpha=alpha)
+                      margin_pp=margin_pp, n_boot=n_boot, seed=seed, alpha=alpha, interval_method=interval_method)
     return _make_test(r, 0, model=model, reference=reference, scope=scope, margin_pp=margin_pp, alpha=alpha,
-                      n_boot=n_boot, unpaired_m=0, unpaired_r=0)
+                      n_boot=n_boot, unpaired_m=0, unpaired_r=0, interval_method=interval_method,
+                      decision=decision)
 
 
 def apply_holm(tests: list[PairedTest], family: str, alpha: float) -> list[PairedTest]:
-    """Holm-adjust the three p-value kinds across ``tests`` (tests without pairs are left out)."""
+    """Holm-adjust the three p-value kinds across ``tests`` (tests without pairs are left out).
+
+    The claims are compared with each test's own decision level (see :func:`decision_tail`);
+    McNemar's two-sided p-values with ``alpha``.
+    """
     idx = [i for i, t in enumerate(tests) if t.n_pairs > 0]
     out = list(tests)
     if not idx:
@@ -191,16 +259,19 @@ def apply_holm(tests: list[PairedTest], family: str, alpha: float) -> list[Paire
             tests[i], holm_family=family,
             p_noninferiority_holm=float(adj_ni[j]), p_equivalence_holm=float(adj_eq[j]),
             p_mcnemar_holm=float(adj_mc[j]),
-            noninferior_holm=bool(tests[i].noninferior and adj_ni[j] < alpha),
-            equivalent_holm=bool(tests[i].equivalent and adj_eq[j] < alpha),
+            noninferior_holm=bool(tests[i].noninferior and adj_ni[j] < decision_tail(alpha, tests[i].decision)),
+            equivalent_holm=bool(tests[i].equivalent and adj_eq[j] < decision_tail(alpha, tests[i].decision)),
         )
     return out
 
 
 def compare_to_reference(table: RunTable, reference: str | None, *, margin_pp: float, n_boot: int, seed: int,
-                         cluster: Cluster, infra_as_failure: bool, alpha: float = 0.05) -> PairedSection:
+                         cluster: Cluster, infra_as_failure: bool, alpha: float = 0.05,
+                         interval_method: str = "guarded", decision: str = "two-sided") -> PairedSection:
     """Paired tests of every non-reference model against ``reference`` on each tier and overall."""
-    base = dict(reference=reference, margin_pp=float(margin_pp), alpha=float(alpha), cluster=cluster, n_boot=n_boot)
+    base = dict(reference=reference, margin_pp=float(margin_pp), alpha=float(alpha), cluster=cluster, n_boot=n_boot,
+                interval_method=interval_method, decision=decision,
+                n_min_pairs=min_pairs_to_certify(margin_pp, decision_tail(alpha, decision), interval_method))
     if reference is None:
         return PairedSection(available=False, reason="no reference model given", family_sizes={}, tests={}, **base)
     if reference not in table.model_names:
@@ -243,7 +314,7 @@ def compare_to_reference(table: RunTable, reference: str | None, *, margin_pp: f
     r = _paired_cells(
         cs, np.bincount(cell, pm & ~pr, minlength=n_cells), np.bincount(cell, ~pm & pr, minlength=n_cells),
         np.bincount(cell, pm, minlength=n_cells), np.bincount(cell, pr, minlength=n_cells),
-        margin_pp=margin_pp, n_boot=n_boot, seed=seed, alpha=alpha,
+        margin_pp=margin_pp, n_boot=n_boot, seed=seed, alpha=alpha, interval_method=interval_method,
     )
 
     flat: list[PairedTest] = []
@@ -251,7 +322,8 @@ def compare_to_reference(table: RunTable, reference: str | None, *, margin_pp: f
         for si, sc in enumerate(scopes):
             flat.append(_make_test(r, slot * n_s + si, model=table.model_names[mi], reference=reference, scope=sc,
                                    margin_pp=margin_pp, alpha=alpha, n_boot=n_boot,
-                                   unpaired_m=int(unpaired_m[slot, si]), unpaired_r=int(unpaired_r[slot, si])))
+                                   unpaired_m=int(unpaired_m[slot, si]), unpaired_r=int(unpaired_r[slot, si]),
+                                   interval_method=interval_method, decision=decision))
     tier_idx = [i for i, t in enumerate(flat) if t.scope != OVERALL]
     over_idx = [i for i, t in enumerate(flat) if t.scope == OVERALL]
     for fam, idx in (("model_tier", tier_idx), ("model_overall", over_idx)):

@@ -33,7 +33,13 @@ Cluster = Literal["unit", "task", "run"]
 CLUSTERS: tuple[str, ...] = ("unit", "task", "run")
 
 _REQUIRED = ("model", "task", "tier", "variant", "instance", "run", "passed")
-_NUMERIC = ("tokens_in", "tokens_out", "latency_s", "wall_s", "cost_usd")
+_NUMERIC = ("tokens_in", "tokens_out", "latency_s", "wall_s", "cost_usd", "busy_s")
+#: largest plausible value per run; a server reporting more (or a negative or non-finite value)
+#: is kept raw in the record but never enters a statistic
+PLAUSIBLE_MAX: dict[str, float] = {
+    "tokens_in": 1e8, "tokens_out": 1e8, "latency_s": 7 * 86400.0, "wall_s": 7 * 86400.0, "cost_usd": 1e5,
+    "busy_s": 7 * 86400.0,
+}
 
 
 def normalise_cluster(cluster: str | None) -> Cluster:
@@ -62,8 +68,17 @@ def _category(values: Sequence[Any], known: tuple[str, ...],
     return labels, codes, warns
 
 
+def _num(v: Any) -> float:
+    if v is None or isinstance(v, bool):
+        return np.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return np.inf  # flagged as implausible below
+
+
 def _numeric(values: Sequence[Any]) -> np.ndarray:
-    return np.fromiter((np.nan if v is None else float(v) for v in values), dtype=np.float64, count=len(values))
+    return np.fromiter((_num(v) for v in values), dtype=np.float64, count=len(values))
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +113,7 @@ class RunTable:
     latency_s: np.ndarray
     wall_s: np.ndarray
     cost_usd: np.ndarray
+    busy_s: np.ndarray
     warnings: tuple[str, ...]
 
     @property
@@ -165,6 +181,11 @@ def build_table(records: Iterable[Mapping[str, Any]]) -> RunTable:
     warnings += w1 + w2 + w3
     numeric = {k: _numeric(col[k]) for k in _NUMERIC}
     for k, arr in numeric.items():
+        bad = ~np.isnan(arr) & ~((arr >= 0) & (arr <= PLAUSIBLE_MAX[k]))
+        if bad.any():
+            warnings.append(f"{int(bad.sum())} record(s) report an impossible {k} (negative, non-numeric or above "
+                            f"{PLAUSIBLE_MAX[k]:g}); kept in runs.jsonl, left out of every statistic")
+            arr[bad] = np.nan
         n_missing = int(np.isnan(arr).sum())
         if n_missing:
             warnings.append(f"{n_missing} record(s) lack {k}; excluded from its sums and means")

@@ -9,6 +9,15 @@ See :mod:`.bootstrap` for the resampling construction; the unit is chosen by ``c
   the AgentFloor (variant, run_idx) unit extended by the instance variant.
 * ``"task"``: the task (task-cluster bootstrap; overall resamples all tasks, unstratified).
 * ``"run"``: every run on its own (iid Bernoulli bootstrap).
+
+Interval method (see :mod:`.intervals`): ``"guarded"`` (default) reports the hull of the
+percentile bootstrap interval and the Wilson score interval of ``n_passed / n_runs`` at the same
+level; ``"paper"`` reports the plain percentile bootstrap. Both raw intervals are kept.
+
+Reliability of the endpoint: ``infra_share`` is the share of a cell's runs that ended in an
+infrastructure error; above ``infra_threshold`` the cell is ``unreliable`` (an endpoint that
+mostly failed cannot buy a good TCR by having its failures excluded). Both readings of TCR are
+kept: infra errors excluded, and counted as failures.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bootstrap import bootstrap_sums, cluster_sums, order_bounds, ratio_replicates
+from .intervals import wilson
 from .records import Cluster, RunTable, expand_scopes, scopes_of
 
 
@@ -34,6 +44,18 @@ class TcrEstimate:
     tcr: float | None
     ci_low: float | None
     ci_high: float | None
+    boot_low: float | None = None
+    boot_high: float | None = None
+    wilson_low: float | None = None
+    wilson_high: float | None = None
+    interval_method: str = "guarded"
+    infra_share: float | None = None
+    unreliable: bool = False
+    tcr_infra_excluded: float | None = None
+    tcr_infra_as_failure: float | None = None
+
+
+DEFAULT_INFRA_THRESHOLD = 0.05
 
 
 def _opt(x: float) -> float | None:
@@ -41,8 +63,9 @@ def _opt(x: float) -> float | None:
 
 
 def compute_tcr(table: RunTable, *, n_boot: int, seed: int, cluster: Cluster, infra_as_failure: bool,
-                alpha: float = 0.05) -> dict[str, dict[str, TcrEstimate]]:
-    """TCR with a two-sided ``1 - alpha`` percentile CI for every model x (tiers present + overall)."""
+                alpha: float = 0.05, interval_method: str = "guarded",
+                infra_threshold: float = DEFAULT_INFRA_THRESHOLD) -> dict[str, dict[str, TcrEstimate]]:
+    """TCR with a two-sided ``1 - alpha`` CI (see module doc) for every model x (tiers present + overall)."""
     scopes = scopes_of(table)
     n_scopes, n_models = len(scopes), len(table.model_names)
     n_cells = n_scopes * n_models
@@ -59,7 +82,12 @@ def compute_tcr(table: RunTable, *, n_boot: int, seed: int, cluster: Cluster, in
 
     s_num, s_den = bootstrap_sums(cs, n_boot, seed)
     reps = np.sort(ratio_replicates(s_num, s_den), axis=0)
-    low, high = order_bounds(reps, alpha / 2)
+    b_low, b_high = order_bounds(reps, alpha / 2)
+    w_low, w_high = wilson(n_pass, n_runs, alpha / 2)
+    if interval_method == "paper":
+        low, high = b_low, b_high
+    else:
+        low, high = np.fmin(b_low, w_low), np.fmax(b_high, w_high)
 
     out: dict[str, dict[str, TcrEstimate]] = {}
     for mi, name in enumerate(table.model_names):
@@ -67,11 +95,20 @@ def compute_tcr(table: RunTable, *, n_boot: int, seed: int, cluster: Cluster, in
         for si, sc in enumerate(scopes):
             c = mi * n_scopes + si
             has = n_runs[c] > 0
+            n_real = n_runs[c] - (n_infra[c] if infra_as_failure else 0)  # runs that reached a verdict
+            n_all = n_real + n_infra[c]
+            share = float(n_infra[c] / n_all) if n_all else None
             out[name][sc] = TcrEstimate(
                 model=name, scope=sc, n_runs=int(n_runs[c]), n_passed=int(n_pass[c]), n_infra=int(n_infra[c]),
                 n_units=int(n_units[c]),
                 tcr=float(n_pass[c] / n_runs[c]) if has else None,
                 ci_low=_opt(low[c]) if has else None,
                 ci_high=_opt(high[c]) if has else None,
+                boot_low=_opt(b_low[c]) if has else None, boot_high=_opt(b_high[c]) if has else None,
+                wilson_low=_opt(w_low[c]) if has else None, wilson_high=_opt(w_high[c]) if has else None,
+                interval_method=interval_method, infra_share=share,
+                unreliable=bool(share is not None and share > infra_threshold + 1e-12),
+                tcr_infra_excluded=float(n_pass[c] / n_real) if n_real else None,
+                tcr_infra_as_failure=float(n_pass[c] / n_all) if n_all else None,
             )
     return out

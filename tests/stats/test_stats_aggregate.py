@@ -10,13 +10,30 @@ import pytest
 
 from pytest_agentfloor.stats import (
     SCHEMA_VERSION,
-    aggregate,
     build_table,
     holm,
-    paired_compare,
     pareto_front,
     ratio_ci,
 )
+from pytest_agentfloor.stats import aggregate as _aggregate
+from pytest_agentfloor.stats import paired_compare as _paired_compare
+
+
+def aggregate(records, meta, **kw):
+    """These tests pin the bootstrap mechanics over pooled instances with the textbook one-sided
+    decisions; the guarded default, the instance split and the infra flag have tests of their own."""
+    kw.setdefault("interval_method", "paper")
+    kw.setdefault("decision", "one-sided")
+    kw.setdefault("cluster", "unit")
+    kw.setdefault("headline_instance", None)
+    kw.setdefault("infra_threshold", 1.0)
+    return _aggregate(records, meta, **kw)
+
+
+def paired_compare(*args, **kw):
+    kw.setdefault("interval_method", "paper")
+    kw.setdefault("decision", "one-sided")
+    return _paired_compare(*args, **kw)
 
 TIER_TASKS = {"A0": ["A01", "A02"], "A": ["A1", "A2"], "B": ["B1", "B2", "B3"]}
 RATES = {"small": 0.5, "mid": 0.7, "ref": 0.75, "perfect": 1.0, "zero": 0.0}
@@ -60,7 +77,8 @@ def test_json_shape_and_no_nan(summary) -> None:
     j = summary.to_json()
     assert j["schema_version"] == SCHEMA_VERSION
     assert set(j) == {"schema_version", "config", "scopes", "model_order", "models", "tcr", "paired",
-                      "reliability", "recipes", "cost", "pareto", "breakdown", "n_records", "warnings"}
+                      "reliability", "recipes", "cost", "pareto", "breakdown", "n_records", "warnings",
+                      "diagnostics", "instance_ablation"}
     assert j["scopes"] == ["A0", "A", "B", "overall"]
     assert j["model_order"] == ["zero", "small", "mid", "perfect", "ref"]
     text = json.dumps(j, sort_keys=True, allow_nan=False)
@@ -180,7 +198,8 @@ def test_single_run_and_single_unit() -> None:
     e = s.tcr["solo"]["A"]
     assert (e.tcr, e.ci_low, e.ci_high, e.n_units) == (1.0, 1.0, 1.0, 1)
     assert [p.k for p in s.reliability["solo"]["A"].points] == [1]
-    assert s.recipes["A"]["90"].model == "solo" and s.cost["solo"]["A"].cost_per_pass == 0.5
+    # self-hosted cost: the default $0.50/h over the 1 s the model was busy (the recorded cost_usd is not used)
+    assert s.recipes["A"]["90"].model == "solo" and s.cost["solo"]["A"].cost_per_pass == pytest.approx(0.5 / 3600)
     assert s.paired.available and s.paired.tests == {}
     # One unit holding several tasks: degenerate interval at the point estimate.
     recs = [dict(rec, task=t, passed=p) for t, p in (("A1", True), ("A2", False), ("A3", True))]

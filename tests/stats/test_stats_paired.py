@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_agentfloor.stats import holm, mcnemar_exact, paired_compare
+from pytest_agentfloor.stats import holm, mcnemar_exact
+from pytest_agentfloor.stats import paired_compare as _paired_compare
+
+
+def paired_compare(*args, **kw):
+    """These tests pin the plain bootstrap and the textbook one-sided 95% decisions; the guarded
+    default is covered in test_stats_guarded.py."""
+    kw.setdefault("interval_method", "paper")
+    kw.setdefault("decision", "one-sided")
+    return _paired_compare(*args, **kw)
 
 
 # ---- exact McNemar -----------------------------------------------------------------------------
