@@ -96,7 +96,22 @@ def aggregate(
     ``cluster``: ``None``/``"unit"`` resamples (variant, instance, run) tuples, ``"task"`` tasks,
     ``"run"`` single runs. ``alpha`` sets the two-sided CI level (1 - alpha), the one-sided
     non-inferiority level, the TOST interval (1 - 2 alpha) and the Holm family-wise level.
+
+    ``interval_method``: ``"guarded"`` (default) or ``"paper"`` (see :mod:`.intervals`; ``paper``
+    with no explicit ``cluster`` resamples runs, as the paper did). ``decision``: which CI bound
+    certifies non-inferiority/equivalence (see :mod:`.paired`). ``infra_threshold``: infra-error
+    share above which a (model, scope) cell is flagged unreliable and kept out of "best", the
+    Pareto front and the recipes. ``headline_instance``: instance variants other than this one are
+    reported in ``instance_ablation`` instead of the tiers (``None`` pools every instance).
     """
+    if interval_method not in INTERVAL_METHODS:
+        raise ValueError(f"interval method must be one of {', '.join(INTERVAL_METHODS)}, got {interval_method!r}")
+    if decision not in DECISION_BOUNDS:
+        raise ValueError(f"decision bound must be one of {', '.join(DECISION_BOUNDS)}, got {decision!r}")
+    if not 0 <= infra_threshold <= 1:
+        raise ValueError("infra threshold must be a share between 0 and 1")
+    if cluster is None and interval_method == "paper":
+        cluster = "run"
     if n_boot < 1:
         raise ValueError("n_boot must be >= 1")
     if not 0 < alpha < 0.5:
