@@ -22,6 +22,10 @@ from .providers.base import Provider, make_provider
 from .results import RunLog
 from .suite.schema import TIERS
 
+#: kept literal (not imported from stats) so that option parsing never loads numpy/scipy
+INTERVAL_METHODS = ("guarded", "paper")
+DECISION_BOUNDS = ("two-sided", "one-sided")
+
 REPORT_MODES = ("none", "term", "all")
 #: upper bounds that catch a typo (an extra zero) before it books days of model time
 MAX_RUNS = 1000
@@ -45,7 +49,10 @@ class Settings:
     protocol: Protocol = PROTOCOLS[DEFAULT_PROTOCOL]
     reference: str | None = None
     margin_pp: float = 10.0
-    cluster: str = "unit"
+    cluster: str | None = None
+    interval_method: str = "guarded"
+    decision_bound: str = "two-sided"
+    infra_threshold: float = 0.05
     infra_as_failure: bool = False
     probe: bool = True
     run_non_capable: bool = False
@@ -86,6 +93,8 @@ class GateSpec:
     tiers: list[str] | None
     floors: dict[str, float]
     baseline_model: str | None
+    min_pairs: int = 0
+    decision: str = "two-sided"
 
 
 def gate_spec(config: pytest.Config) -> GateSpec | None:
@@ -119,7 +128,10 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
     if baseline_model is None and len(in_file) > 1:
         raise pytest.UsageError(f"--baseline {raw} holds several models ({', '.join(in_file)}); "
                                 "name the incumbent with --gate-baseline-model")
-    return GateSpec(path, margin, tiers or None, floors, baseline_model)
+    min_pairs = _int_opt(config, "agentfloor_gate_min_pairs", "--gate-min-pairs", minimum=0)
+    return GateSpec(path, margin, tiers or None, floors, baseline_model, min_pairs=min_pairs,
+                    decision=_choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound",
+                                     DECISION_BOUNDS))
 
 
 
@@ -150,7 +162,19 @@ def add_options(parser: pytest.Parser) -> None:
     add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
         default="10", metavar="PP")
     add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
-        "bootstrap resampling unit: unit = (variant, instance, run), task, or run", default="unit", metavar="KIND")
+        "bootstrap resampling unit: unit = (variant, instance, run), task, run, or auto (unit; run with "
+        "--interval-method paper)", default="auto", metavar="KIND")
+    add("--interval-method", "agentfloor_interval_method",
+        "confidence intervals: guarded = never narrower than the Wilson / Tango score interval (default); "
+        "paper = the AgentFloor paper's plain percentile bootstrap over runs, to compare with its tables",
+        default="guarded", metavar="METHOD")
+    add("--noninferiority-bound", "agentfloor_noninferiority_bound",
+        "bound that certifies non-inferiority and equivalence: two-sided = lower end of the 95 percent CI (default, "
+        "the paper's Table 1 caption), one-sided = one-sided 95 percent bound, i.e. the 90 percent CI (TOST)",
+        default="two-sided", metavar="BOUND")
+    add("--infra-threshold", "agentfloor_infra_threshold",
+        "infra-error share of a model's runs in a tier above which it is flagged 'unreliable endpoint' and "
+        "kept out of best, the Pareto front and the recipes", default="0.05", metavar="SHARE")
     add("--report-dir", "agentfloor_report_dir", "where runs.jsonl and reports go, relative to the rootdir",
         default="reports", metavar="DIR")
     add("--protocol", "agentfloor_protocol",
@@ -179,6 +203,9 @@ def add_options(parser: pytest.Parser) -> None:
         default="", metavar="LIST")
     add("--gate-floor", "agentfloor_gate_floors", "absolute TCR floor, e.g. tier_A>=0.90; repeatable",
         default=[], ini_type="args", action="append", metavar="TIER>=X")
+    add("--gate-min-pairs", "agentfloor_gate_min_pairs",
+        "raise the pairs a gated tier needs before it can pass (the default is derived from the interval method)",
+        default="0", metavar="N")
     add("--gate-baseline-model", "agentfloor_gate_baseline_model", "the baseline model when the file holds several",
         default="", metavar="NAME")
     for flag, ini, text in (
@@ -227,6 +254,13 @@ def _float_opt(config: pytest.Config, name: str, flag: str, low: float, high: fl
     if not math.isfinite(value) or value < low or value > high or (low_open and value == low) \
             or (high_open and value == high):
         raise pytest.UsageError(f"{flag}: expected {valid}, got {raw!r}")
+    return value
+
+
+def _choice(config: pytest.Config, name: str, flag: str, choices: tuple[str, ...]) -> str:
+    value = str(_opt(config, name)).strip()
+    if value not in choices:
+        raise pytest.UsageError(f"{flag}: expected one of {', '.join(choices)}, got {value!r}")
     return value
 
 
@@ -306,9 +340,16 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"--reference: {reference!r} is not among the selected models ({', '.join(names)}); "
                                 "add it with --model")
     margin = _float_opt(config, "agentfloor_margin", "--margin", 0.0, 100.0, "percentage points")
-    cluster = str(_opt(config, "agentfloor_bootstrap_cluster"))
-    if cluster not in ("unit", "task", "run"):
-        raise pytest.UsageError(f"--bootstrap-cluster: expected unit, task or run, got {cluster!r}")
+    cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
+    interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
+    decision_bound = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
+    raw_share = _opt(config, "agentfloor_infra_threshold")
+    try:
+        infra_threshold = float(raw_share)
+    except (TypeError, ValueError):
+        infra_threshold = -1.0
+    if not 0 <= infra_threshold <= 1:
+        raise pytest.UsageError(f"--infra-threshold: expected a share between 0 and 1 (e.g. 0.05), got {raw_share!r}")
     variants = _selection(config, "agentfloor_variants", "--variants", "v")
     instances = _selection(config, "agentfloor_instances", "--instances", "i")
     if not hasattr(config, "workerinput"):
@@ -321,7 +362,10 @@ def read_settings(config: pytest.Config) -> Settings:
     return Settings(
         reference=reference,
         margin_pp=margin,
-        cluster=cluster,
+        cluster=None if cluster == "auto" else cluster,
+        interval_method=interval_method,
+        decision_bound=decision_bound,
+        infra_threshold=infra_threshold,
         infra_as_failure=protocol.infra_as_failure,
         protocol=protocol,
         probe=not _opt(config, "agentfloor_no_probe"),

@@ -25,8 +25,22 @@ MAX_TEXT_BYTES = 64 * 1024
 PROPERTY_FIELDS: tuple[str, ...] = (
     "model", "protocol", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
     "failure_mode", "terminal_flag", "termination", "turns", "calls", "tokens_in", "tokens_out",
-    "latency_s", "wall_s", "cost_usd", "kind", "facets",
+    "latency_s", "wall_s", "busy_s", "cost_usd", "kind", "facets", "calls_malformed", "calls_hallucinated",
+    "calls_repeated", "turns_leaked", "usage_invalid",
 )
+#: per-run values a server reports, with the largest plausible value (see stats.records.PLAUSIBLE_MAX)
+_USAGE_MAX = {"tokens_in": 1e8, "tokens_out": 1e8, "latency_s": 7 * 86400.0}
+
+
+def usage_invalid(tokens_in: object, tokens_out: object, latency_s: object) -> list[str]:
+    """Names of server-reported usage figures that are negative, non-numeric or absurd (kept raw, flagged)."""
+    bad = []
+    for name, value in (("tokens_in", tokens_in), ("tokens_out", tokens_out), ("latency_s", latency_s)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= _USAGE_MAX[name]:
+            bad.append(name)
+    return bad
 
 
 def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
@@ -34,6 +48,9 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
     """One run's record; `protocol` is the Protocol's params(), so the record says its rules."""
     infra = traj.termination == "provider_error"
     passed = bool(grade and grade.passed and not infra)
+    calls = traj.calls
+    priced = any(v is not None for v in (config.pricing.hourly_usd, config.pricing.input_per_mtok,
+                                         config.pricing.output_per_mtok))
     record: dict[str, Any] = {
         "schema": RECORD_SCHEMA,
         "plugin_version": __version__,
@@ -61,8 +78,13 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "wall_s": round(traj.wall_s, 6),
         "busy_s": round(traj.busy_s, 6),
         # hourly pricing charges the time the model was busy serving the episode, not the item's
-        # wall clock (which grows with -n when workers queue on one server)
-        "cost_usd": round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10),
+        # wall clock (which grows with -n when workers queue on one server); no pricing: unknown, never $0
+        "cost_usd": round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10) if priced else None,
+        "calls_malformed": sum(1 for c in calls if c.malformed),
+        "calls_hallucinated": sum(1 for c in calls if c.hallucinated),
+        "calls_repeated": sum(1 for c in calls if c.repeated),
+        "turns_leaked": sum(1 for t in traj.turns if t.leaked_call),
+        "usage_invalid": usage_invalid(traj.tokens_in, traj.tokens_out, traj.latency_s),
         "error": traj.error,
         "case_hash": case.content_hash,
         "config": config.public(),
@@ -113,7 +135,7 @@ def _facets(case: Any) -> dict[str, Any] | None:
 
 
 def properties(record: dict[str, Any]) -> list[tuple[str, Any]]:
-    return [(k, record[k]) for k in PROPERTY_FIELDS]
+    return [(k, record.get(k)) for k in PROPERTY_FIELDS]
 
 
 class RunLog:

@@ -231,11 +231,22 @@ class AgentFloorSession:
             baseline, problems = load_baseline(spec.baseline)
             self.problems += problems
             self.gate_result = evaluate(self.all_records(), baseline, margin_pp=spec.margin_pp, tiers=spec.tiers,
-                                        floors=spec.floors, baseline_model=spec.baseline_model)
+                                        floors=spec.floors, baseline_model=spec.baseline_model,
+                                        decision=spec.decision, min_pairs=spec.min_pairs,
+                                        partial=self._stopped_reasons())
         except (GateError, KeyError, ValueError) as exc:
             self.gate_error = str(exc)
         ok = self.gate_result is not None and self.gate_result.passed and self.other_failures == 0
         session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
+
+    def _stopped_reasons(self) -> list[str]:
+        """The PARTIAL reasons of this run other than a narrowed selection (-x, --maxfail, interrupt,
+        collection or probe errors, items that did not run). A narrowed selection is judged by the
+        gate itself against the baseline: it fails only if baseline runs of the gated tiers are missing."""
+        if self.run is None:
+            return []
+        narrowed = set(narrowing(self.run["selection"], Path(self.config.invocation_params.dir).resolve()))
+        return [r for r in self.run.get("partial_reasons", []) if r not in narrowed]
 
     def _finish_files(self) -> None:
         """Complete this session's directory (resumed records, session.json, reports) and publish it.
@@ -267,7 +278,8 @@ class AgentFloorSession:
 
             meta = {m.name: m.public() for m in st.models.values()}
             opts = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
-                        cluster=st.cluster)
+                        cluster=st.cluster, interval_method=st.interval_method, decision=st.decision_bound,
+                        infra_threshold=st.infra_threshold)
             try:
                 if st.report_mode == "all":
                     probe = {name: cls for name, (cls, _) in st.probes.items()}
@@ -356,6 +368,10 @@ class AgentFloorSession:
             return
         tr.write_sep("=", f"agentfloor gate: {result.candidate} vs {result.baseline} ({spec.baseline.name})",
                      bold=True)
+        tr.write_line(f"gate: {result.method}; a tier needs at least {result.n_min} pairs to be certified at "
+                      f"-{spec.margin_pp:g} pp")
+        for blocker in result.blockers:
+            tr.write_line(f"gate: {blocker}", red=True)
         for v in result.verdicts:
             tr.write_line(v.line(spec.margin_pp), green=v.passed, red=not v.passed)
         if result.unpaired_candidate or result.unpaired_baseline:
@@ -369,4 +385,6 @@ class AgentFloorSession:
         if result.passed and not self.other_failures:
             tr.write_sep("=", "agentfloor gate: PASSED", green=True, bold=True)
         else:
+            why = result.reason() or f"{self.other_failures} failure(s) outside the benchmark items"
             tr.write_sep("=", f"agentfloor gate: FAILED ({', '.join(failed) or 'see above'})", red=True, bold=True)
+            tr.write_line(f"gate: FAILED: {why}", red=True)

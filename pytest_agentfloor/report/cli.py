@@ -33,8 +33,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=42, metavar="S", help="bootstrap seed (default 42)")
     p.add_argument("--infra-as-failure", action="store_true", help="score infrastructure errors as failed runs")
-    p.add_argument("--cluster", choices=("unit", "task"), default=None,
-                   help="bootstrap resampling unit: (variant, instance, run) tuples (default) or tasks")
+    p.add_argument("--cluster", choices=("auto", "unit", "task", "run"), default="auto",
+                   help="bootstrap resampling unit: (variant, instance, run) tuples, tasks or single runs "
+                        "(default auto: unit, or run with --interval-method paper)")
+    p.add_argument("--interval-method", choices=("guarded", "paper"), default="guarded",
+                   help="guarded: never narrower than the Wilson/Tango score interval (default); paper: the "
+                        "AgentFloor paper's plain percentile bootstrap")
+    p.add_argument("--noninferiority-bound", choices=("two-sided", "one-sided"), default="two-sided",
+                   help="lower end of the 95%% CI (default) or the one-sided 95%% bound (90%% CI)")
+    p.add_argument("--infra-threshold", type=float, default=0.05, metavar="SHARE",
+                   help="infra-error share above which a model is flagged unreliable in a tier (default 0.05)")
     p.add_argument("--print", dest="print_tables", action="store_true", help="also print the terminal tables")
     return p
 
@@ -47,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.n_boot < 1 or args.margin < 0:
         print(f"{prog}: error: --n-boot must be >= 1 and --margin >= 0", file=sys.stderr)
+        return 2
+    if not 0 <= args.infra_threshold <= 1:
+        print(f"{prog}: error: --infra-threshold must be a share between 0 and 1 (e.g. 0.05)", file=sys.stderr)
         return 2
     records, problems = read_records(args.runs)
     records, skipped = usable_runs(records, str(args.runs))
@@ -68,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = write_reports(records, meta, out, reference=args.reference, margin_pp=args.margin,
                                 n_boot=args.n_boot, seed=args.seed, infra_as_failure=args.infra_as_failure,
-                                cluster=args.cluster, probe=read_probe(args.runs.parent / "probe.json"),
-                                run=read_session(args.runs.parent))
+                                cluster=None if args.cluster == "auto" else args.cluster,
+                                probe=read_probe(args.runs.parent / "probe.json"), run=read_session(args.runs.parent),
+                                interval_method=args.interval_method, decision=args.noninferiority_bound,
+                                infra_threshold=args.infra_threshold)
     except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

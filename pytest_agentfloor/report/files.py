@@ -29,6 +29,7 @@ from ..grading.obligations import NAMES as OBLIGATION_NAMES
 from ..grading.obligations import ORDER as OBLIGATION_ORDER
 from ..results import PROPERTY_FIELDS
 from ..stats import OVERALL, Summary, aggregate
+from ..stats.diagnostics import counts_from_trajectory
 
 #: the files written by :func:`write_reports`, in writing order
 REPORT_FILES: tuple[str, ...] = ("summary.json", "tcr.csv", "report.md", "report.html")
@@ -37,8 +38,9 @@ META_FIELDS: tuple[str, ...] = ("params_b", "provider", "pricing")
 TCR_CSV_COLUMNS: tuple[str, ...] = ("model", "tier", "runs", "passed", "tcr", "ci_low", "ci_high", "infra")
 
 _BOOL_FIELDS = ("passed", "infra_error")
-_INT_FIELDS = ("run", "turns", "calls", "tokens_in", "tokens_out")
-_FLOAT_FIELDS = ("latency_s", "wall_s", "cost_usd")
+_INT_FIELDS = ("run", "turns", "calls", "tokens_in", "tokens_out", "calls_malformed", "calls_hallucinated",
+               "calls_repeated", "turns_leaked")
+_FLOAT_FIELDS = ("latency_s", "wall_s", "busy_s", "cost_usd")
 _KEY = ("model", "task", "variant", "instance", "run")
 
 TERMINAL_FLAG_SHORT: dict[str, str] = {
@@ -83,6 +85,8 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str
     replaced = 0
     for r in records:
         rec = {k: _coerce(k, r.get(k)) for k in PROPERTY_FIELDS}
+        if rec.get("calls_malformed") is None and isinstance(r.get("trajectory"), Mapping):
+            rec.update(counts_from_trajectory(r["trajectory"]))  # records written before the counts existed
         key = tuple(str(rec.get(k)) for k in _KEY)
         if key in out:
             replaced += 1
@@ -157,9 +161,13 @@ def atomic_write(path: Path, text: str) -> None:
 
 def build_summary(records: Iterable[Mapping[str, Any]], models_meta: Mapping[str, Mapping[str, Any]] | None, *,
                   reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
-                  infra_as_failure: bool = False, cluster: str | None = None,
+                  infra_as_failure: bool = False, cluster: str | None = None, **stats_opts: Any,
                   ) -> tuple[Summary, dict[str, dict[str, Any]]]:
-    """:func:`~pytest_agentfloor.stats.aggregate` over prepared records; returns (summary, meta views)."""
+    """:func:`~pytest_agentfloor.stats.aggregate` over prepared records; returns (summary, meta views).
+
+    ``stats_opts``: further :func:`~pytest_agentfloor.stats.aggregate` options (``interval_method``,
+    ``decision``, ``infra_threshold``, ``headline_instance``).
+    """
     recs, notes = prepare_records(records)
     meta = normalise_meta(models_meta, (str(r["model"]) for r in recs if r.get("model") is not None))
     from .sections import is_ladder
@@ -167,23 +175,24 @@ def build_summary(records: Iterable[Mapping[str, Any]], models_meta: Mapping[str
     ladder = [r for r in recs if is_ladder(r)]
     if not ladder and len(ladder) != len(recs):  # only other kinds: their sections are the report
         summary = aggregate([], {}, reference=None, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
-                            infra_as_failure=infra_as_failure, cluster=cluster)
+                            infra_as_failure=infra_as_failure, cluster=cluster, **stats_opts)
         return replace(summary, config={**summary.config, "reference": reference}), meta
     summary = aggregate(ladder, meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
-                        infra_as_failure=infra_as_failure, cluster=cluster)
+                        infra_as_failure=infra_as_failure, cluster=cluster, **stats_opts)
     if notes:
         summary = replace(summary, warnings=tuple(sorted({*summary.warnings, *notes})))
     return summary, meta
 
 
-RUN_FIELDS: tuple[str, ...] = ("model", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "kind")
+RUN_FIELDS: tuple[str, ...] = ("model", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "kind",
+                               "protocol")
 
 
 def run_outcomes(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per-run outcomes, sorted: enough for a later gate to pair against this run."""
     recs, _ = prepare_records(records)
-    rows = [{k: r.get(k) for k in RUN_FIELDS} for r in recs]
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in RUN_FIELDS))
+    rows = [{k: r.get(k) for k in RUN_FIELDS if k != "protocol" or r.get(k) is not None} for r in recs]
+    return sorted(rows, key=lambda r: tuple(str(r.get(k)) for k in RUN_FIELDS))
 
 
 def read_probe(path: Path) -> dict[str, str] | None:
@@ -262,7 +271,8 @@ def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
 def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str, Any]] | None, out_dir: Path, *,
                   reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
                   infra_as_failure: bool = False, cluster: str | None = None,
-                  probe: Mapping[str, str] | None = None, run: Mapping[str, Any] | None = None) -> Summary:
+                  probe: Mapping[str, str] | None = None, run: Mapping[str, Any] | None = None,
+                  **stats_opts: Any) -> Summary:
     """Aggregate ``records`` and write :data:`REPORT_FILES` into ``out_dir``; return the Summary.
 
     ``probe``: the session-start probe classification of each model (kept in summary.json).
@@ -275,7 +285,7 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
     and only for models that have records. Each file is replaced atomically.
     """
     summary, meta = build_summary(records, models_meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot,
-                                  seed=seed, infra_as_failure=infra_as_failure, cluster=cluster)
+                                  seed=seed, infra_as_failure=infra_as_failure, cluster=cluster, **stats_opts)
     from .sections import compute_sections
 
     sections = compute_sections(prepare_records(records)[0], meta, reference=reference)

@@ -187,7 +187,7 @@ def build_table(records: Iterable[Mapping[str, Any]]) -> RunTable:
                             f"{PLAUSIBLE_MAX[k]:g}); kept in runs.jsonl, left out of every statistic")
             arr[bad] = np.nan
         n_missing = int(np.isnan(arr).sum())
-        if n_missing:
+        if n_missing and k != "cost_usd":  # an unpriced model has no recorded cost: expected, not a problem
             warnings.append(f"{n_missing} record(s) lack {k}; excluded from its sums and means")
 
     order = np.lexsort((run, instance, variant, task, model))
