@@ -347,10 +347,13 @@ def ci_pp(lo: float | None, hi: float | None, nd: int = 1) -> str:
     return f"[{signed(lo, nd)}, {signed(hi, nd)}]"
 
 
-def usd(x: float | None) -> str:
-    """Dollars with two significant digits below $1 ($0.00046, $0.033), cents above."""
+UNKNOWN = "unknown"
+
+
+def usd(x: float | None, missing: str = DASH) -> str:
+    """Dollars with two significant digits below $1 ($0.00046, $0.033), cents above; ``missing`` for None."""
     if x is None:
-        return DASH
+        return missing
     if x == 0:
         return "$0"
     if abs(x) >= 1:
@@ -400,13 +403,41 @@ def tcr_class(x: float | None) -> str:
     return "good" if x >= 0.8 else "mid" if x >= 0.5 else "bad"
 
 
-def verdict(raw: bool, holm: bool) -> tuple[str, str]:
-    """(text, class): ``yes`` holds after Holm, ``yes†`` only unadjusted, ``no`` otherwise."""
+def verdict(raw: bool, holm: bool, status: str = "no") -> tuple[str, str]:
+    """(text, class): ``yes`` holds after Holm, ``yes†`` only unadjusted, ``insufficient`` when the pairs
+    are too few to certify at all, ``no`` otherwise."""
     if holm:
         return "yes", "yes"
     if raw:
         return "yes†", "raw"
+    if status == "insufficient evidence":
+        return "insufficient", "na"
     return "no", "no"
+
+
+UNRELIABLE = "unreliable endpoint"
+
+
+def interval_caption(summary: Summary) -> str:
+    """How every interval in the report was computed (printed under each table that shows one)."""
+    c = summary.config
+    level = f"{100 * c['ci_level']:g}%"
+    if c.get("interval_method", "guarded") == "paper":
+        how = (f"{level} CIs: plain percentile bootstrap as in the AgentFloor paper (--interval-method paper; "
+               "it can be zero-width on small samples)")
+    else:
+        how = (f"{level} CIs: guarded (never narrower than the Wilson score interval for a TCR or Tango's score "
+               "interval for a paired Δ; hull with the percentile bootstrap)")
+    return (f"{how}; {c['n_boot']} resamples, seed {c['seed']}, resampling {c['resampling_unit']} units.")
+
+
+def decision_caption(summary: Summary) -> str:
+    c = summary.config
+    if c.get("decision_bound", "two-sided") == "one-sided":
+        return ("Non-inferior: the one-sided 95% bound (90% CI low end) is above −margin; equivalent (TOST): "
+                "the 90% CI lies within ±margin.")
+    return ("Non-inferior: the 95% CI's low end is above −margin (Table 1's reading); equivalent: the 95% CI "
+            "lies within ±margin.")
 
 
 # -- shared tables ----------------------------------------------------------------------------
@@ -435,9 +466,11 @@ def config_line(summary: Summary) -> str:
     unit = c["resampling_unit"]
     infra = "infra errors count as failures" if c["infra_as_failure"] else "infra errors excluded from TCR"
     ref = f"reference {c['reference']}, margin ±{c['margin_pp']:g} pp" if c["reference"] else "no reference model"
+    method = c.get("interval_method", "guarded")
     return (f"{summary.n_records} run records · {len(summary.model_order)} model(s) · "
             f"tiers {', '.join(s for s in summary.scopes if s != OVERALL) or DASH} · {ref} · "
-            f"{c['n_boot']} bootstrap resamples (seed {c['seed']}) over {unit} units · {infra}")
+            f"{c['n_boot']} bootstrap resamples (seed {c['seed']}) over {unit} units · "
+            f"{method} intervals · {infra}")
 
 
 def models_table(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> TextTable:
@@ -454,13 +487,17 @@ def models_table(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> Tex
 def tcr_long_table(summary: Summary) -> TextTable:
     """Long form: one row per model x scope (the terminal's main table)."""
     t = TextTable("tcr", "AgentFloor: task completion by model and tier",
-                  ["model", "tier", "runs", "passed", "TCR", "95% CI", "infra"], "llrrrrr")
+                  ["model", "tier", "runs", "passed", "TCR", "95% CI", "infra", "TCR infra=fail", "endpoint"],
+                  "llrrrrrrl")
     for m in summary.model_order:
         for sc in summary.scopes:
             e = summary.tcr[m][sc]
             t.add([m, scope_label(sc), str(e.n_runs), str(e.n_passed), pct(e.tcr), ci_pct(e.ci_low, e.ci_high),
-                   str(e.n_infra)], ["", "", "", "", tcr_class(e.tcr), "", "infra" if e.n_infra else ""],
+                   str(e.n_infra), pct(e.tcr_infra_as_failure) if e.n_infra else "",
+                   UNRELIABLE if e.unreliable else ""],
+                  ["", "", "", "", tcr_class(e.tcr), "", "infra" if e.n_infra else "", "", "bad" if e.unreliable else ""],
                   end_section=sc == OVERALL)
+    t.notes.append(interval_caption(summary))
     return t
 
 
@@ -469,16 +506,28 @@ def tcr_matrix_table(summary: Summary) -> TextTable:
     scopes = list(summary.scopes)
     t = TextTable("tcr_matrix", "Task completion rate with 95% CI",
                   ["model", "params", *[scope_label(s) for s in scopes]], "ll" + "r" * len(scopes))
-    best = {sc: max((summary.tcr[m][sc].tcr for m in summary.model_order if summary.tcr[m][sc].tcr is not None),
+    best = {sc: max((summary.tcr[m][sc].tcr for m in summary.model_order
+                     if summary.tcr[m][sc].tcr is not None and not summary.tcr[m][sc].unreliable),
                     default=None) for sc in scopes}
+    flagged = False
     for m in summary.model_order:
         cells, cls = [m, params(summary.models[m].params_b)], ["", ""]
         for sc in scopes:
             e = summary.tcr[m][sc]
-            cells.append(DASH if e.tcr is None else f"{pct_num(e.tcr)} {ci_pct(e.ci_low, e.ci_high)}")
-            cls.append(tcr_class(e.tcr) + (" best" if e.tcr is not None and e.tcr == best[sc] else ""))
+            text = DASH if e.tcr is None else f"{pct_num(e.tcr)} {ci_pct(e.ci_low, e.ci_high)}"
+            if e.unreliable:
+                flagged = True
+                text += f" ⚠ {UNRELIABLE} ({pct_num(e.tcr_infra_as_failure)} with infra as failures)"
+            cells.append(text)
+            cls.append(tcr_class(e.tcr) + (" best" if e.tcr is not None and not e.unreliable and e.tcr == best[sc]
+                                           else ""))
         t.add(cells, cls)
-    t.notes.append("Cells: TCR % [95% bootstrap CI]. Best TCR per tier in bold. Runs per cell are in tcr.csv.")
+    t.notes.append("Cells: TCR % [95% CI]. Best TCR per tier in bold. Runs per cell are in tcr.csv. "
+                   + interval_caption(summary))
+    if flagged:
+        t.notes.append(f"⚠ {UNRELIABLE}: more than {100 * summary.config.get('infra_threshold', 0.05):g}% of the "
+                       "cell's runs ended in an infrastructure error; the cell is never 'best' and the model is kept "
+                       "out of the Pareto front and the recipes for it.")
     return t
 
 
@@ -502,8 +551,8 @@ def paired_table(summary: Summary) -> TextTable | None:
             if x.n_pairs == 0:
                 t.add([m, scope_label(sc), "0", *[DASH] * 10], [""] * 2 + ["na"] * 11, end_section=last)
                 continue
-            ni, ni_c = verdict(x.noninferior, x.noninferior_holm)
-            eq, eq_c = verdict(x.equivalent, x.equivalent_holm)
+            ni, ni_c = verdict(x.noninferior, x.noninferior_holm, x.noninferiority_verdict)
+            eq, eq_c = verdict(x.equivalent, x.equivalent_holm, x.equivalence_verdict)
             d_c = "" if x.delta_pp is None or x.delta_pp == 0 else ("up" if x.delta_pp > 0 else "down")
             p_c = "sig" if x.p_mcnemar_holm is not None and x.p_mcnemar_holm < p.alpha else ""
             t.add([m, scope_label(sc), str(x.n_pairs), pct(x.tcr_model), pct(x.tcr_ref), signed(x.delta_pp),
@@ -512,8 +561,8 @@ def paired_table(summary: Summary) -> TextTable | None:
                   ["", "", "", "", "", d_c, "", "", ni_c, eq_c, "", "", p_c], end_section=last)
     t.notes.append(
         f"Δ = TCR(model) − TCR({p.reference}) over runs paired on (task, variant, instance, run). "
-        f"Non-inferior: the one-sided {100 * (1 - p.alpha):g}% lower bound of Δ (the 90% CI's low end) "
-        f"is above −{p.margin_pp:g} pp. Equivalent (TOST): the 90% CI lies within ±{p.margin_pp:g} pp. "
+        + decision_caption(summary) + f" Margin ±{p.margin_pp:g} pp. " + interval_caption(summary) + " "
+        f"insufficient = fewer than {p.n_min_pairs} pairs, too few for any result to certify the margin. "
         "yes = holds after Holm adjustment across the family (all model × tier tests, or all overall tests); "
         "yes† = holds unadjusted only. b/c: McNemar's discordant pairs, where only the model / only the "
         "reference passed; p: exact two-sided McNemar test, p Holm: Holm-adjusted in the same family.")
@@ -582,30 +631,41 @@ def unmet_table(summary: Summary) -> TextTable:
 def cost_table(summary: Summary, scope: str = OVERALL) -> TextTable:
     front = set(summary.pareto.get(scope, []))
     t = TextTable("cost", f"Cost and latency ({'all tiers' if scope == OVERALL else 'tier ' + scope})",
-                  ["model", "params", "TCR", "$/run", "$/pass", "wall/run", "wall/pass", "model s/run",
-                   "model s/pass", "tokens/run", "infra $", "Pareto"], "llrrrrrrrrrc")
+                  ["model", "params", "TCR", "$/run self-hosted", "$/pass self-hosted", "$/run cloud GPU",
+                   "$/pass cloud GPU", "wall/run", "wall/pass", "model s/run", "model s/pass", "tokens/run",
+                   "infra $", "Pareto"], "llrrrrrrrrrrrc")
     for m in summary.model_order:
         c = summary.cost[m][scope]
-        t.add([m, params(summary.models[m].params_b), pct(c.tcr), usd(c.cost_per_run), usd(c.cost_per_pass),
+        unreliable = summary.tcr[m][scope].unreliable
+        t.add([m, params(summary.models[m].params_b), pct(c.tcr), usd(c.cost_per_run, UNKNOWN),
+               usd(c.cost_per_pass, UNKNOWN if c.n_passed else DASH), usd(c.cloud_cost_per_run, UNKNOWN),
+               usd(c.cloud_cost_per_pass, UNKNOWN if c.n_passed else DASH),
                secs(c.mean_wall_s), secs(c.wall_per_pass), secs(c.mean_latency_s), secs(c.latency_per_pass),
                f"{tokens(c.mean_tokens_in)} / {tokens(c.mean_tokens_out)}",
-               usd(c.infra_cost_usd) if c.n_infra else DASH,
-               "✓" if m in front else ""],
-              ["", "", tcr_class(c.tcr), "", "", "", "", "", "", "", "", "yes" if m in front else ""])
-    t.notes.append("Per run: mean over scored runs; per pass: their total divided by passes (= per run / TCR). "
-                   "wall = episode wall-clock, model s = time waiting on the model, tokens = mean input / output "
-                   "tokens. infra $: spent on infra-error runs, not charged to the model. Pareto: not beaten on both "
-                   "cost per run and TCR by another model.")
+               usd(c.infra_cost_usd, UNKNOWN) if c.n_infra else DASH,
+               "✓" if m in front else (UNRELIABLE if unreliable else "")],
+              ["", "", tcr_class(c.tcr), "", "", "", "", "", "", "", "", "", "",
+               "yes" if m in front else ("bad" if unreliable else "")])
+    t.notes.append("Cost is charged on the time the model was busy serving the run (model s), so it does not depend "
+                   "on how many items ran in parallel. self-hosted: the model's hourly price, or $0.50/h for a model "
+                   "with a known size; cloud GPU: $0.50 / $1.50 / $2.50 per hour for ≤ 4 B / 7–14 B / ≥ 20 B "
+                   "parameters (sizes between tiers go up a tier); a model priced per token costs its token bill in "
+                   "both. unknown: no price and no size, never $0. The Pareto front uses the self-hosted figure.")
+    t.notes.append("Per run: mean over scored runs; per pass: per run / TCR. wall = episode wall-clock, model s = "
+                   "time waiting on the model, tokens = mean input / output tokens. infra $: spent on infra-error "
+                   "runs, not charged to the model. Pareto: not beaten on both cost per run and TCR by another "
+                   f"model; models without a known cost and {UNRELIABLE}s are left out.")
     return t
 
 
 def cost_by_tier_table(summary: Summary) -> TextTable:
     scopes = list(summary.scopes)
-    t = TextTable("cost_tier", "Cost per passed task by tier", ["model", *[scope_label(s) for s in scopes]],
-                  "l" + "r" * len(scopes))
+    t = TextTable("cost_tier", "Cost per passed task by tier (self-hosted)",
+                  ["model", *[scope_label(s) for s in scopes]], "l" + "r" * len(scopes))
     for m in summary.model_order:
-        t.add([m, *[usd(summary.cost[m][sc].cost_per_pass) for sc in scopes]])
-    t.notes.append("— = no passed run in the cell.")
+        t.add([m, *[usd(summary.cost[m][sc].cost_per_pass, UNKNOWN if summary.cost[m][sc].n_passed else DASH)
+                    for sc in scopes]])
+    t.notes.append("— = no passed run in the cell; unknown = no price and no size.")
     return t
 
 
@@ -625,12 +685,13 @@ def recipes_table(summary: Summary) -> TextTable:
             cells.append(f"{r.model} (≥{pct_num(r.ci_low)}%)")
             cls.append("yes")
             best = best or r
-        cells += [usd(best.cost_per_pass) if best else DASH, secs(best.wall_per_pass) if best else DASH]
+        cells += [usd(best.cost_per_pass, UNKNOWN) if best else DASH, secs(best.wall_per_pass) if best else DASH]
         cls += ["", ""]
         t.add(cells, cls)
     t.notes.append("A model qualifies only if its 95% CI lower bound on the tier's TCR (in brackets) is at least "
                    "τ: the data must rule out a true TCR below the target. Size order is params ascending; "
-                   "cost and wall per pass are those of the model named at the lowest τ.")
+                   "cost (self-hosted) and wall per pass are those of the model named at the lowest τ. "
+                   f"A model flagged {UNRELIABLE} on a tier is not recommended for it. " + interval_caption(summary))
     return t
 
 
@@ -660,3 +721,45 @@ def pareto_lines(summary: Summary) -> list[str]:
         front = summary.pareto.get(sc) or []
         out.append(f"{scope_label(sc)}: {' → '.join(front) if front else DASH}")
     return out
+
+
+def diagnostics_table(summary: Summary) -> TextTable | None:
+    """Per model x tier diagnostic rates (malformed = the paper's SDR), from the per-run call counts."""
+    diag = summary.diagnostics or {}
+    if not any(d.n_calls or d.mean_turns for by in diag.values() for d in by.values()):
+        return None
+    t = TextTable("diagnostics", "Diagnostics: how the models called tools",
+                  ["model", "tier", "runs", "malformed", "hallucinated", "leaked text", "repeated", "calls/run",
+                   "turns/run"], "llrrrrrrr")
+    for m in summary.model_order:
+        for sc in summary.scopes:
+            d = diag[m][sc]
+            t.add([m, scope_label(sc), str(d.n_runs - d.n_runs_missing), pct(d.malformed_rate),
+                   pct(d.hallucinated_rate), pct(d.leaked_rate), pct(d.repeated_rate),
+                   DASH if d.mean_calls is None else f"{d.mean_calls:.1f}",
+                   DASH if d.mean_turns is None else f"{d.mean_turns:.1f}"], end_section=sc == OVERALL)
+    t.notes.append("Rates per tool call, pooled over the cell's runs (infra errors left out): malformed = arguments "
+                   "that do not fit the tool's schema (the paper's SDR), hallucinated = a tool that does not exist, "
+                   "repeated = an identical earlier call; leaked text = turns whose text looks like a tool call that "
+                   "was not sent as one, per turn. — = no call (or no turn) in the cell.")
+    return t
+
+
+def instance_table(summary: Summary) -> TextTable | None:
+    """The instance-variation ablation, one row per model x task x instance."""
+    if not summary.instance_ablation:
+        return None
+    t = TextTable("instances", "Instance-variation ablation (not pooled into the tiers)",
+                  ["model", "task", "tier", "instance", "runs", "passed", "TCR", "95% CI (Wilson)", "infra"],
+                  "llllrrrrr")
+    rows = list(summary.instance_ablation)
+    for i, c in enumerate(rows):
+        last = i == len(rows) - 1 or (rows[i + 1].model, rows[i + 1].task) != (c.model, c.task)
+        t.add([c.model, c.task, c.tier, c.instance, str(c.n_runs), str(c.n_passed), pct(c.tcr),
+               ci_pct(c.ci_low, c.ci_high), str(c.n_infra)], ["", "", "", "", "", "", tcr_class(c.tcr), "", ""],
+              end_section=last)
+    head = summary.config.get("headline_instance") or "i0"
+    t.notes.append(f"Headline TCR uses instance {head} only, as the AgentFloor paper does; the other instances "
+                   "change the task's data and are this separate ablation. Wilson intervals: too few runs per cell "
+                   "for a bootstrap.")
+    return t

@@ -21,6 +21,9 @@ from .files import (
     TextTable,
     ci_pct,
     config_line,
+    diagnostics_table,
+    instance_table,
+    interval_caption,
     cost_by_tier_table,
     cost_table,
     failure_modes_present,
@@ -143,7 +146,9 @@ def heatmap_svg(summary: Summary) -> str:
         for x, sc in zip(xs, scopes):
             e = summary.tcr[m][sc]
             tip = (f"{m} · {scope_label(sc)}: {pct(e.tcr)} {ci_pct(e.ci_low, e.ci_high)}, "
-                   f"{e.n_passed}/{e.n_runs} passed, {e.n_infra} infra")
+                   f"{e.n_passed}/{e.n_runs} passed, {e.n_infra} infra"
+                   + (f"; unreliable endpoint: {pct(e.tcr_infra_as_failure)} with infra errors as failures"
+                      if e.unreliable else ""))
             if e.tcr is None:
                 out.append(f'<g><title>{escape(tip)}</title><rect x="{_f(x + 1)}" y="{_f(y + 1)}" width="{cw - 2}" '
                            f'height="{ch - 2}" rx="3" fill="#f6f8fa" stroke="#d1d9e0"/>'
@@ -157,7 +162,9 @@ def heatmap_svg(summary: Summary) -> str:
                 f'<text x="{_f(x + cw / 2)}" y="{_f(y + 19)}" text-anchor="middle" font-size="14" font-weight="600" '
                 f'fill="{fg}">{pct(e.tcr)}</text>'
                 f'<text x="{_f(x + cw / 2)}" y="{_f(y + 34)}" text-anchor="middle" font-size="10.5" '
-                f'fill="{fg}" fill-opacity="0.85">{ci_pct(e.ci_low, e.ci_high)}</text></g>')
+                f'fill="{fg}" fill-opacity="0.85">{ci_pct(e.ci_low, e.ci_high)}</text>'
+                + (f'<text x="{_f(x + cw - 8)}" y="{_f(y + 15)}" text-anchor="end" font-size="12" '
+                   f'fill="{fg}">⚠</text>' if e.unreliable else "") + '</g>')
     # legend
     lx, lw = x0, min(300.0, max(160.0, width - x0 - 10))
     out.append('<defs><linearGradient id="tcr-scale" x1="0" x2="1" y1="0" y2="0">'
@@ -236,7 +243,7 @@ def scatter_svg(summary: Summary) -> tuple[str, list[str]]:
         c = summary.cost[m][OVERALL]
         e = summary.tcr[m][OVERALL]
         if c.cost_per_run is None or e.tcr is None:
-            notes.append(f"{m} is not plotted: no scored run with a cost.")
+            notes.append(f"{m} is not plotted: cost unknown (no price and no size) or no scored run.")
             continue
         pts.append((m, c.cost_per_run, e.tcr, e.ci_low, e.ci_high))
     front = [m for m in summary.pareto.get(OVERALL, []) if any(p[0] == m for p in pts)]
@@ -461,10 +468,9 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
     parts.append(_section(
         "capability", "Capability: task completion rate by model and tier",
         f'<div class="chart">{heatmap_svg(summary)}</div>',
-        '<p class="note">Each cell: TCR over scored runs and its 95% bootstrap CI '
-        f'({summary.config["n_boot"]} resamples, seed {summary.config["seed"]}, resampling '
-        f'{escape(summary.config["resampling_unit"])} units). Rows smallest model first; hover a cell for '
-        'counts.</p>',
+        f'<p class="note">Each cell: TCR over scored runs and its 95% CI. {escape(interval_caption(summary))} '
+        'Rows smallest model first; hover a cell for counts. A cell marked ⚠ is an unreliable endpoint '
+        '(too many infrastructure errors).</p>',
         f'<details><summary>TCR table with runs, passes and infra errors</summary>'
         f'{html_table(tcr_long_table(summary))}</details>'))
 
@@ -495,6 +501,12 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
            f'{html_table(unmet_table(summary), title="First unmet obligation and terminal flag")}</div></div>']
           if ft.rows else ['<p class="note">No model failures.</p>'])))
 
+    diag = diagnostics_table(summary)
+    if diag is not None:
+        parts.append(_section("diagnostics", diag.title, html_table(diag)))
+    inst = instance_table(summary)
+    if inst is not None:
+        parts.append(_section("instances", inst.title, html_table(inst)))
     rel = reliability_table(summary)
     parts.append(_section("models", "Models", html_table(models_table(summary, meta)),
                           *([f"<h2>{escape(rel.title)}</h2>", html_table(rel)] if rel is not None else [])))

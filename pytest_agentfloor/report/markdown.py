@@ -12,7 +12,9 @@ from .files import (
     config_line,
     cost_by_tier_table,
     cost_table,
+    diagnostics_table,
     failure_table,
+    instance_table,
     models_table,
     paired_table,
     pareto_lines,
@@ -67,8 +69,8 @@ def render_markdown(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> 
         parts += [md_table(failures), md_table(unmet)]
     else:
         parts.append("## Failure modes\n\nNo model failures.\n")
-    rel = reliability_table(summary)
-    if rel is not None:
-        parts.append(md_table(rel))
+    for extra in (diagnostics_table(summary), reliability_table(summary), instance_table(summary)):
+        if extra is not None:
+            parts.append(md_table(extra))
     # names from a stored file may carry anything: no control characters or raw HTML in any line
     return safe_markdown_text("\n".join(parts).rstrip("\n") + "\n")

@@ -31,7 +31,11 @@ from .files import (
     build_summary,
     config_line,
     cost_table,
+    decision_caption,
+    diagnostics_table,
     failure_table,
+    instance_table,
+    interval_caption,
     models_meta_from_records,
     paired_table,
     recipes_table,
@@ -117,7 +121,8 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
     console = Console(file=buf, width=width, force_terminal=markup, color_system="standard" if markup else None,
                       highlight=False, emoji=False, no_color=not markup, legacy_windows=False)
     groups: list[list[Any]] = [[Text(config_line(summary), style="dim"),
-                                *fitted_table(console, tcr_long_table(summary))]]
+                                *fitted_table(console, tcr_long_table(summary), optional=("TCR infra=fail",)),
+                                Text(interval_caption(summary), style="dim")]]
     paired = paired_table(summary)
     if paired is not None:
         ref = summary.paired.reference
@@ -125,8 +130,9 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
             *fitted_table(console, paired, drop=("model TCR", "ref TCR"), optional=("90% CI", "p", "pairs"),
                           title=f"AgentFloor: paired comparison against {ref} "
                                 f"(margin ±{summary.paired.margin_pp:g} pp, Holm-adjusted)"),
-            Text("yes = holds after Holm adjustment, yes† = unadjusted only. Non-inferior: the 90% CI's low end "
-                 "(one-sided 95% bound) is above −margin; equivalent (TOST): the 90% CI lies within ±margin. "
+            Text("yes = holds after Holm adjustment, yes† = unadjusted only, insufficient = fewer than "
+                 f"{summary.paired.n_min_pairs} pairs, too few to certify the margin at all. "
+                 + decision_caption(summary) + " " + interval_caption(summary) + " "
                  f"b/c: McNemar's discordant pairs, only the model / only {ref} passed.", style="dim")])
     failures = failure_table(summary)
     if failures.rows:
@@ -134,10 +140,17 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
         groups.append(fitted_table(console, unmet_table(summary)))
     else:
         groups.append([Text("AgentFloor: no model failures", style="green")])
+    diag = diagnostics_table(summary)
+    if diag is not None:
+        groups.append(fitted_table(console, diag, title="AgentFloor: " + diag.title[0].lower() + diag.title[1:]))
+    inst = instance_table(summary)
+    if inst is not None:
+        groups.append(fitted_table(console, inst, title="AgentFloor: " + inst.title[0].lower() + inst.title[1:]))
     groups.append(fitted_table(
         console, cost_table(summary), table_box=box.SIMPLE_HEAD, drop=("infra $",),
-        optional=("model s/pass", "tokens/run", "model s/run", "params"),
-        title="AgentFloor: cost and latency, all tiers (per run and per passed task)"))
+        optional=("model s/pass", "tokens/run", "model s/run", "$/pass cloud GPU", "params", "$/run cloud GPU",
+                  "$/pass self-hosted"),
+        title="AgentFloor: cost and latency, all tiers (self-hosted and cloud GPU; Pareto uses self-hosted)"))
     recipes = recipes_table(summary)
     groups.append(fitted_table(  # cost and wall per pass depend on timings: they are in the table above
         console, recipes, drop=("cost/pass", "wall/pass"), wrap=[h for h in recipes.headers if h.startswith("τ")],

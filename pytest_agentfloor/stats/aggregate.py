@@ -188,5 +188,5 @@ def aggregate(
     return Summary(
         schema_version=SCHEMA_VERSION, config=config, scopes=scopes, model_order=order, models=models, tcr=tcr,
         paired=paired, reliability=reliability, recipes=recipes, cost=cost, pareto=pareto, breakdown=breakdown,
-        n_records=table.n, warnings=tuple(sorted(warnings)), diagnostics=diagnostics, instance_ablation=ablation,
+        n_records=len(all_records), warnings=tuple(sorted(warnings)), diagnostics=diagnostics, instance_ablation=ablation,
     )

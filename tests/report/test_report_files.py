@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import os
 import random
 import shutil
@@ -74,13 +75,15 @@ def make_records(seed: int = 0, runs: int = 2) -> list[dict]:
                                 "case_hash": "c0ffee", "kind": "episode", "facets": None,
                                 "config": model_config(model), "obligations": {"A": True},
                                 "trajectory": {"turns": [], "calls": []},
+                                "calls_malformed": 1 if failed else 0, "calls_hallucinated": 0,
+                                "calls_repeated": 0, "turns_leaked": 0, "usage_invalid": [],
                             })
     return out
 
 
 def compact(records: list[dict]) -> list[dict]:
     """What the controller gathers from user_properties."""
-    return [{k: r[k] for k in PROPERTY_FIELDS} for r in records]
+    return [{k: r.get(k) for k in PROPERTY_FIELDS} for r in records]
 
 
 def session_meta() -> dict[str, dict]:
@@ -135,7 +138,7 @@ def test_full_and_compact_records_give_identical_files(records: list[dict], sess
 def test_summary_json_is_versioned_canonical_and_free_of_paths(session_dir: Path) -> None:
     text = (session_dir / "summary.json").read_text()
     data = json.loads(text)
-    assert data["schema_version"] == "1.0"
+    assert data["schema_version"] == "1.1"
     assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
     assert data["config"]["reference"] == "frontier" and data["config"]["n_boot"] == N_BOOT
     assert data["paired"]["available"] is True
@@ -165,11 +168,12 @@ def test_html_is_self_contained_with_heatmap_and_pareto_plot(session_dir: Path) 
     assert html.startswith("<!DOCTYPE html>")
     assert '<svg class="heatmap"' in html and '<svg class="scatter"' in html and '<svg class="failures"' in html
     assert "Pareto front" in html and 'stroke-dasharray="6 4"' in html
-    assert "[100.0, 100.0]" in html  # CI text inside heatmap cells
+    assert re.search(r"\[\d+\.\d, 100\.0\]", html)  # CI text inside heatmap cells
     for forbidden in ("http://", "https://", "<script", "<link", "@import", "@font-face", "src="):
         assert forbidden not in html, forbidden
     assert html.count("url(") == html.count("url(#")  # only in-document references (the legend gradient)
-    assert 'id="paired"' in html and ("yes</span>" in html or "yes†</span>" in html)
+    assert 'id="paired"' in html and any(f"{v}</span>" in html for v in ("yes", "yes†", "no", "insufficient"))
+    assert "guarded (never narrower than the Wilson score interval" in html
 
 
 def test_markdown_has_every_section(session_dir: Path) -> None:
@@ -261,7 +265,7 @@ def test_repeated_runs_keep_the_last_record(records: list[dict]) -> None:
     assert notes == ["1 repeated run record(s) replaced by a later record of the same run"]
     assert [r for r in recs if r["task"] == later["task"] and r["model"] == later["model"]
             and r["variant"] == later["variant"] and r["instance"] == later["instance"]
-            and r["run"] == later["run"]] == [{k: later[k] for k in PROPERTY_FIELDS}]
+            and r["run"] == later["run"]] == [{k: later.get(k) for k in PROPERTY_FIELDS}]
     summary, _ = build_summary([first, *records[1:], later], None, n_boot=50)
     assert notes[0] in summary.warnings
 
