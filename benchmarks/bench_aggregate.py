@@ -11,7 +11,7 @@ tests with TOST / non-inferiority / McNemar and Holm, pass@k, recipes, cost, Par
 at 10,000 resamples. Wall time is the best of several runs without tracing; peak memory is
 measured in a separate traced run (tracemalloc, Python + numpy allocations) and as process RSS.
 
-    python benchmarks/bench_aggregate.py [--repeat 5] [--n-boot 10000]
+    python benchmarks/bench_aggregate.py [--repeat 5] [--n-boot 10000] [--interval-method guarded|paper]
 """
 
 from __future__ import annotations
@@ -82,10 +82,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--n-boot", type=int, default=10_000)
+    ap.add_argument("--interval-method", choices=("guarded", "paper"), default="guarded")
     args = ap.parse_args()
 
     records, meta = synth_corpus()
-    kwargs = dict(reference=REFERENCE[0], margin_pp=10.0, n_boot=args.n_boot, seed=42)
+    kwargs = dict(reference=REFERENCE[0], margin_pp=10.0, n_boot=args.n_boot, seed=42,
+                  interval_method=args.interval_method)
     summary = aggregate(records, meta, **kwargs)  # warm-up (imports, BLAS init)
 
     times = []
@@ -104,7 +106,8 @@ def main() -> None:
     n_over_tests = sum(1 for m in summary.paired.tests.values() if "overall" in m)
     print(f"corpus: {len(records)} runs, {len(meta)} models (incl. reference {REFERENCE[0]!r}), "
           f"{len(summary.scopes) - 1} tiers")
-    print(f"paired tests: {n_tier_tests} (model, tier) + {n_over_tests} overall; n_boot={args.n_boot}")
+    print(f"paired tests: {n_tier_tests} (model, tier) + {n_over_tests} overall; n_boot={args.n_boot}; "
+          f"intervals: {args.interval_method} (resampling {summary.config['resampling_unit']})")
     print(f"aggregate wall time: best {min(times):.3f} s, median {sorted(times)[len(times) // 2]:.3f} s "
           f"over {args.repeat} runs")
     print(f"peak traced memory: {peak / 2**20:.1f} MiB; process max RSS: {rss_mb:.1f} MiB")

@@ -404,14 +404,14 @@ def tcr_class(x: float | None) -> str:
 
 
 def verdict(raw: bool, holm: bool, status: str = "no") -> tuple[str, str]:
-    """(text, class): ``yes`` holds after Holm, ``yes†`` only unadjusted, ``insufficient`` when the pairs
-    are too few to certify at all, ``no`` otherwise."""
+    """(text, class): ``yes`` holds after Holm, ``yes†`` only unadjusted, ``too few`` (insufficient
+    evidence) when the pairs are too few to certify at all, ``no`` otherwise."""
     if holm:
         return "yes", "yes"
     if raw:
         return "yes†", "raw"
     if status == "insufficient evidence":
-        return "insufficient", "na"
+        return "too few", "na"
     return "no", "no"
 
 
@@ -562,7 +562,8 @@ def paired_table(summary: Summary) -> TextTable | None:
     t.notes.append(
         f"Δ = TCR(model) − TCR({p.reference}) over runs paired on (task, variant, instance, run). "
         + decision_caption(summary) + f" Margin ±{p.margin_pp:g} pp. " + interval_caption(summary) + " "
-        f"insufficient = fewer than {p.n_min_pairs} pairs, too few for any result to certify the margin. "
+        f"too few = insufficient evidence: fewer than {p.n_min_pairs} pairs, too few for any result to certify "
+        "the margin. "
         "yes = holds after Holm adjustment across the family (all model × tier tests, or all overall tests); "
         "yes† = holds unadjusted only. b/c: McNemar's discordant pairs, where only the model / only the "
         "reference passed; p: exact two-sided McNemar test, p Holm: Holm-adjusted in the same family.")

@@ -130,8 +130,8 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
             *fitted_table(console, paired, drop=("model TCR", "ref TCR"), optional=("90% CI", "p", "pairs"),
                           title=f"AgentFloor: paired comparison against {ref} "
                                 f"(margin ±{summary.paired.margin_pp:g} pp, Holm-adjusted)"),
-            Text("yes = holds after Holm adjustment, yes† = unadjusted only, insufficient = fewer than "
-                 f"{summary.paired.n_min_pairs} pairs, too few to certify the margin at all. "
+            Text("yes = holds after Holm adjustment, yes† = unadjusted only, too few = insufficient evidence: "
+                 f"fewer than {summary.paired.n_min_pairs} pairs, too few to certify the margin at all. "
                  + decision_caption(summary) + " " + interval_caption(summary) + " "
                  f"b/c: McNemar's discordant pairs, only the model / only {ref} passed.", style="dim")])
     failures = failure_table(summary)

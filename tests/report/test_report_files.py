@@ -172,7 +172,7 @@ def test_html_is_self_contained_with_heatmap_and_pareto_plot(session_dir: Path) 
     for forbidden in ("http://", "https://", "<script", "<link", "@import", "@font-face", "src="):
         assert forbidden not in html, forbidden
     assert html.count("url(") == html.count("url(#")  # only in-document references (the legend gradient)
-    assert 'id="paired"' in html and any(f"{v}</span>" in html for v in ("yes", "yes†", "no", "insufficient"))
+    assert 'id="paired"' in html and any(f"{v}</span>" in html for v in ("yes", "yes†", "no", "too few"))
     assert "guarded (never narrower than the Wilson score interval" in html
 
 
