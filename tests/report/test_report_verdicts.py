@@ -71,3 +71,46 @@ def test_offline_report_accepts_every_unit_and_method(bench: pytest.Pytester) ->
         assert res.ret == 0, res.stderr.str()
     data = json.loads((bench.path / "rebuilt" / "summary.json").read_text())
     assert data["config"]["decision_bound"] == "one-sided" and data["config"]["infra_threshold"] == 0.1
+
+
+def _flaky_and_steady() -> list[dict]:
+    out = []
+    for model, n_infra, n_pass in (("flaky", 203, 70), ("steady", 0, 150)):
+        for i in range(280):
+            infra = i < n_infra
+            out.append({"model": model, "task": f"E{i % 5 + 1}", "tier": "E", "variant": f"v{(i // 5) % 5}",
+                        "instance": "i0", "run": i // 25, "passed": (not infra) and i < n_infra + n_pass,
+                        "infra_error": infra, "tokens_in": 10, "tokens_out": 5, "latency_s": 1.0, "wall_s": 1.0,
+                        "busy_s": 1.0, "cost_usd": None})
+    return out
+
+
+def test_unreliable_endpoint_and_unknown_cost_in_every_report_file(tmp_path: Path) -> None:
+    from pytest_agentfloor.report import write_reports
+    from pytest_agentfloor.report.terminal import render_text
+
+    meta = {"flaky": {"params_b": 1.0, "pricing": {}}, "steady": {"params_b": None, "pricing": {}}}
+    summary = write_reports(_flaky_and_steady(), meta, tmp_path, n_boot=200)
+    md = (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    data = json.loads((tmp_path / "summary.json").read_text())
+    text = render_text(summary, width=160)
+    for doc in (md, html, text):
+        assert "unreliable endpoint" in doc
+    assert "**90.9" not in md  # never bolded best
+    assert data["tcr"]["flaky"]["E"]["unreliable"] is True
+    assert data["tcr"]["flaky"]["E"]["tcr_infra_as_failure"] == pytest.approx(70 / 280)
+    assert "flaky" not in data["pareto"]["E"]
+    # steady has neither a price nor a size: unknown cost, never $0, no Pareto position
+    cost_rows = [line for line in md.splitlines() if line.startswith("| steady |") and "unknown" in line]
+    assert cost_rows and all("$0 " not in r and "| $0 |" not in r for r in cost_rows)
+    assert data["cost"]["steady"]["overall"]["cost_per_run"] is None and data["pareto"]["overall"] == []
+
+
+def test_records_flag_impossible_usage() -> None:
+    from pytest_agentfloor.results import usage_invalid
+
+    assert usage_invalid(100, 20, 1.5) == []
+    assert usage_invalid(-5, 20, 1.5) == ["tokens_in"]
+    assert usage_invalid(10, 10**12, -1.0) == ["tokens_out", "latency_s"]
+    assert usage_invalid(None, "many", float("nan")) == ["tokens_out", "latency_s"]
