@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import ModelConfig, strip_credentials
 from .providers.base import Provider, ProviderError, Reply, ToolCallOut
-from .results import MAX_LINE_NOTES, PROPERTY_FIELDS, RunLog, _line_problem, read_records
+from .results import MAX_LINE_NOTES, OPTIONAL_PROPERTY_FIELDS, PROPERTY_FIELDS, RunLog, _line_problem, read_records
 
 if TYPE_CHECKING:
     from .suite.schema import ResolvedCase
@@ -224,7 +224,7 @@ def completed_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]
             continue
         try:
             key = record_key(r)
-            missing = [k for k in PROPERTY_FIELDS if k not in r]
+            missing = [k for k in PROPERTY_FIELDS if k not in r and k not in OPTIONAL_PROPERTY_FIELDS]
             if missing:
                 raise KeyError(missing[0])
         except (KeyError, TypeError, ValueError):

@@ -21,12 +21,15 @@ from .trajectory import Trajectory
 RECORD_SCHEMA = 1
 #: longest text stored for one message field (content, arguments, answer, error), in UTF-8 bytes
 MAX_TEXT_BYTES = 64 * 1024
+#: fields a record may lack (written by older versions, or by a later helper): read with .get()
+OPTIONAL_PROPERTY_FIELDS: tuple[str, ...] = (
+    "busy_s", "calls_malformed", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
+)
 #: the scalar fields that travel in user_properties (and so JUnit XML and xdist reports)
 PROPERTY_FIELDS: tuple[str, ...] = (
     "model", "protocol", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
     "failure_mode", "terminal_flag", "termination", "turns", "calls", "tokens_in", "tokens_out",
-    "latency_s", "wall_s", "busy_s", "cost_usd", "kind", "facets", "calls_malformed", "calls_hallucinated",
-    "calls_repeated", "turns_leaked", "usage_invalid",
+    "latency_s", "wall_s", "cost_usd", "kind", "facets", *OPTIONAL_PROPERTY_FIELDS,
 )
 #: per-run values a server reports, with the largest plausible value (see stats.records.PLAUSIBLE_MAX)
 _USAGE_MAX = {"tokens_in": 1e8, "tokens_out": 1e8, "latency_s": 7 * 86400.0}
