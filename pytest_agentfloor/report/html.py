@@ -460,7 +460,7 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
              f'<header><h1>AgentFloor report</h1><p class="sub">{escape(config_line(summary))}</p></header>\n']
     if summary.warnings:
         parts.append('<div class="warn"><strong>Warnings</strong><ul>'
-                     + "".join(f"<li>{escape(w)}</li>" for w in summary.warnings) + "</ul></div>\n")
+                     + "".join(f"<li>{escape(safe_text(w, multiline=False))}</li>" for w in summary.warnings) + "</ul></div>\n")
     if not summary.model_order:
         parts.append("<p>No run records.</p></main></body></html>\n")
         return "".join(parts)

@@ -156,7 +156,7 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
         console, recipes, drop=("cost/pass", "wall/pass"), wrap=[h for h in recipes.headers if h.startswith("τ")],
         title="AgentFloor: deployment recipes (smallest model whose 95% CI lower bound on TCR clears τ)"))
     if summary.warnings:
-        groups.append([Text(f"warning: {w}", style="yellow") for w in summary.warnings])
+        groups.append([Text(f"warning: {safe_text(w, multiline=False)}", style="yellow") for w in summary.warnings])
     for i, group in enumerate(groups):
         if i:
             console.print()
