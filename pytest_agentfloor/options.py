@@ -48,6 +48,7 @@ class Settings:
     episode_timeout: float
     protocol: Protocol = PROTOCOLS[DEFAULT_PROTOCOL]
     reference: str | None = None
+    callsite_weights: dict[str, float] | None = None  # relative call frequency per call site (routing)
     margin_pp: float = 10.0
     cluster: str | None = None
     interval_method: str = "guarded"
@@ -159,6 +160,9 @@ def add_options(parser: pytest.Parser) -> None:
         default="all", metavar="MODE")
     add("--reference", "agentfloor_reference", "compare every model against this one (paired tests)",
         default="", metavar="MODEL")
+    add("--callsite-weights", "agentfloor_callsite_weights",
+        "relative call frequency per call site for routed accuracy, e.g. intent=10,actuator=3 "
+        "(default: each site's share of cases)", default="", metavar="SITE=W,...")
     add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
         default="10", metavar="PP")
     add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
@@ -340,6 +344,12 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"--reference: {reference!r} is not among the selected models ({', '.join(names)}); "
                                 "add it with --model")
     margin = _float_opt(config, "agentfloor_margin", "--margin", 0.0, 100.0, "percentage points")
+    try:
+        from .callsite.stats import parse_weights
+
+        callsite_weights = parse_weights(str(_opt(config, "agentfloor_callsite_weights") or ""))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--callsite-weights: {exc}") from None
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
     decision_bound = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
@@ -361,6 +371,7 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--record and --replay exclude each other")
     return Settings(
         reference=reference,
+        callsite_weights=callsite_weights,
         margin_pp=margin,
         cluster=None if cluster == "auto" else cluster,
         interval_method=interval_method,

@@ -283,7 +283,8 @@ class AgentFloorSession:
             try:
                 if st.report_mode == "all":
                     probe = {name: cls for name, (cls, _) in st.probes.items()}
-                    self.summary = write_reports(records, meta, st.session_dir, probe=probe, run=run, **opts)
+                    self.summary = write_reports(records, meta, st.session_dir, probe=probe, run=run,
+                                                 section_options=self.section_options(), **opts)
                 else:
                     self.summary = build_summary(records, meta, **opts)[0]
             except (ValueError, OSError) as exc:
@@ -332,6 +333,7 @@ class AgentFloorSession:
 
             render_summary(tr, records, self.summary, mode=self.settings.report_mode,
                            models_meta={m.name: m.public() for m in self.settings.models.values()},
+                           section_options=self.section_options(),
                            out_dir=self.files_dir() if self.settings.report_mode == "all" else None)
         if self.run is not None and (records or self.published is not None):
             complete = bool(self.run["complete"])
@@ -340,6 +342,10 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: {self.where_text()}")
         if self.settings.gate is not None:
             self._report_gate(tr)
+
+    def section_options(self) -> dict[str, Any]:
+        """Options of the kinds' report sections (report/sections.py)."""
+        return {"callsite_weights": self.settings.callsite_weights}
 
     def run_text(self) -> str:
         from .report.files import run_line

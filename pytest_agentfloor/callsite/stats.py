@@ -120,6 +120,26 @@ def wilson(k: float, n: int, alpha: float) -> tuple[float | None, float | None]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def parse_weights(text: str) -> dict[str, float] | None:
+    """``intent=10,actuator=3`` -> {"intent": 10.0, "actuator": 3.0}; empty -> None (share of cases)."""
+    if not text.strip():
+        return None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        site, sep, value = part.partition("=")
+        site = site.strip()
+        try:
+            w = float(value)
+        except ValueError:
+            w = float("nan")
+        if not sep or not site or not (w >= 0) or w == float("inf"):
+            raise ValueError(f"expected SITE=WEIGHT pairs with weights >= 0, e.g. intent=10,actuator=3; got {part!r}")
+        out[site] = w
+    if not any(out.values()):
+        raise ValueError("at least one weight must be above 0")
+    return out
+
+
 def callsite_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [r for r in records if r.get("kind") == KIND and isinstance(r.get("facets"), Mapping)]
 

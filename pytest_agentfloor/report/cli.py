@@ -28,6 +28,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("runs", type=Path, help="runs.jsonl written by a pytest-agentfloor session")
     p.add_argument("--out", type=Path, default=None, help="output directory (default: the runs file's directory)")
     p.add_argument("--reference", default=None, metavar="MODEL", help="reference model for the paired tests")
+    p.add_argument("--callsite-weights", default="", metavar="SITE=W,...",
+                   help="relative call frequency per call site for routed accuracy, e.g. intent=10,actuator=3")
     p.add_argument("--margin", type=float, default=10.0, metavar="PP",
                    help="non-inferiority/equivalence margin in percentage points (default 10)")
     p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
@@ -75,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: unknown reference model {args.reference!r}; models in {args.runs}: "
               f"{', '.join(models)}", file=sys.stderr)
         return 2
+    from ..callsite.stats import parse_weights
+
+    try:
+        section_options = {"callsite_weights": parse_weights(args.callsite_weights)}
+    except ValueError as exc:
+        print(f"{prog}: error: --callsite-weights: {exc}", file=sys.stderr)
+        return 2
     out = args.out if args.out is not None else args.runs.parent
     try:
         summary = write_reports(records, meta, out, reference=args.reference, margin_pp=args.margin,
@@ -82,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                                 cluster=None if args.cluster == "auto" else args.cluster,
                                 probe=read_probe(args.runs.parent / "probe.json"), run=read_session(args.runs.parent),
                                 interval_method=args.interval_method, decision=args.noninferiority_bound,
-                                infra_threshold=args.infra_threshold)
+                                infra_threshold=args.infra_threshold,
+                                section_options=section_options)
     except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -91,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         from .terminal import render_text
 
         width = max(shutil.get_terminal_size((120, 24)).columns, 80)
-        sections = compute_sections(prepare_records(records)[0], meta, reference=args.reference)
+        sections = compute_sections(prepare_records(records)[0], meta, reference=args.reference,
+                                    options=section_options)
         if summary.model_order or not sections:
             sys.stdout.write(render_text(summary, width=width, markup=sys.stdout.isatty()))
         if sections:

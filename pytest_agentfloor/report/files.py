@@ -272,7 +272,7 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
                   reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
                   infra_as_failure: bool = False, cluster: str | None = None,
                   probe: Mapping[str, str] | None = None, run: Mapping[str, Any] | None = None,
-                  **stats_opts: Any) -> Summary:
+                  section_options: Mapping[str, Any] | None = None, **stats_opts: Any) -> Summary:
     """Aggregate ``records`` and write :data:`REPORT_FILES` into ``out_dir``; return the Summary.
 
     ``probe``: the session-start probe classification of each model (kept in summary.json).
@@ -288,7 +288,7 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
                                   seed=seed, infra_as_failure=infra_as_failure, cluster=cluster, **stats_opts)
     from .sections import compute_sections
 
-    sections = compute_sections(prepare_records(records)[0], meta, reference=reference)
+    sections = compute_sections(prepare_records(records)[0], meta, reference=reference, options=section_options)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in render_files(summary, meta, run_outcomes(records), probe, run, sections).items():

@@ -18,7 +18,7 @@ from .files import TextTable
 class ReportSection:
     key: str  # summary.json key and HTML anchor
     title: str
-    #: (records, models meta, reference, alpha) -> the section's statistic, or None when it has no data
+    #: (records, models meta, reference, alpha, options) -> the section's statistic, or None without data
     compute: Callable[..., Any]
     tables: Callable[[Any], list[TextTable]]
     figure: Callable[[Any], str] = lambda _: ""  # an inline SVG for report.html
@@ -38,20 +38,22 @@ def _builtin() -> None:
     if "callsite" not in SECTIONS:
         from ..callsite import stats, tables
 
-        register_section(ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha:
-                                       stats.summarise(recs, meta, reference=reference, alpha=alpha),
+        register_section(ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha, options:
+                                       stats.summarise(recs, meta, reference=reference, alpha=alpha,
+                                                       weights=options.get("callsite_weights")),
                                        tables.tables, tables.scatter_svg, tables.TERMINAL_OPTIONAL,
                                        frozenset({"callsite_groups"})))
 
 
 def compute_sections(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None, *,
-                     reference: str | None = None, alpha: float = 0.05) -> dict[str, Any]:
-    """{key: statistic} for every registered section that has data."""
+                     reference: str | None = None, alpha: float = 0.05,
+                     options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """{key: statistic} for every registered section that has data; ``options`` e.g. callsite_weights."""
     _builtin()
     recs = list(records)
     out = {}
     for key, section in SECTIONS.items():
-        value = section.compute(recs, meta or {}, reference, alpha)
+        value = section.compute(recs, meta or {}, reference, alpha, dict(options or {}))
         if value is not None:
             out[key] = value
     return out

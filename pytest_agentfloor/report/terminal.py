@@ -167,7 +167,8 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
 
 def render_summary(terminalreporter: Any, records: list[dict[str, Any]], summary: Summary | None = None, *,
                    mode: str = "term", out_dir: Path | None = None,
-                   models_meta: dict[str, dict[str, Any]] | None = None) -> None:
+                   models_meta: dict[str, dict[str, Any]] | None = None,
+                   section_options: dict[str, Any] | None = None) -> None:
     """Write the session-end tables through pytest's terminal reporter.
 
     ``summary``: the Summary returned by :func:`~pytest_agentfloor.report.write_reports`; when
@@ -185,7 +186,7 @@ def render_summary(terminalreporter: Any, records: list[dict[str, Any]], summary
     from .sections import compute_sections, section_text
 
     sections = compute_sections(prepare_records(records)[0], models_meta or models_meta_from_records(records),
-                                reference=summary.config.get("reference"))
+                                reference=summary.config.get("reference"), options=section_options)
     terminalreporter.write_sep("=", "agentfloor")
     if summary.model_order or not sections:
         terminalreporter.write(render_text(summary, width=width, markup=markup))

@@ -146,3 +146,18 @@ def test_only_declared_call_site_tables_are_collected(sites: pytest.Pytester) ->
     result.assert_outcomes(passed=n_cases())
     result = sites.runpytest("cases/callsite/installations", "--model", "oracle")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_callsite_weights_option_reaches_the_routing_table(sites: pytest.Pytester) -> None:
+    args = ["cases/callsite/intent.toml", "cases/callsite/codegen.toml", "--model", "shy", "--agentfloor-report", "all"]
+    sites.runpytest(*args, "--callsite-weights", "intent=3,codegen=1")
+    cs = json.loads((sites.path / "reports" / "summary.json").read_text())["callsite"]
+    assert cs["weights"] == {"intent": 0.75, "codegen": 0.25}
+    out = sites.path / "rebuilt"
+    proc = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "report", str(sites.path / "reports" / "runs.jsonl"),
+                           "--callsite-weights", "intent=3,codegen=1", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "summary.json").read_text())["callsite"] == cs
+    result = sites.runpytest(*args, "--callsite-weights", "intent=lots")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--callsite-weights: expected SITE=WEIGHT pairs*got 'intent=lots'*"])
