@@ -82,8 +82,8 @@ class Route:
     assignment: dict[str, str]
     accuracy: float | None
     cost_usd: float
-    cost_per_call: float | None
-    saving: float | None  # fraction of the all-on-reference cost saved
+    cost_per_call: float | None  # under the sites' call mix (the weights)
+    saving: float | None  # fraction of the all-on-reference cost per call saved
     note: str = ""
 
 
@@ -302,7 +302,9 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
             return Route(policy, assignment, None, 0.0, None, None, note or "a chosen model lacks records at a site")
         a = sum(w[s] * c.accuracy for s, c in zip(sites, cs))  # type: ignore[union-attr,operator]
         cost = sum(c.cost_usd for c in cs)  # type: ignore[union-attr]
-        return Route(policy, assignment, a, cost, cost / total_cases if total_cases else None, None, note)
+        # a call under the mix: each site's mean cost per call, weighted by its share of calls
+        per_call = sum(w[s] * c.cost_usd / c.n_cases for s, c in zip(sites, cs) if c.n_cases)  # type: ignore[union-attr]
+        return Route(policy, assignment, a, cost, per_call, None, note)
 
     def best(s: str, among: tuple[str, ...]) -> str | None:
         cands = [m for m in among if cell(s, m) is not None and cell(s, m).accuracy is not None]  # type: ignore[union-attr]
@@ -330,7 +332,8 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
         cheapest = min(full, key=lambda m: (total(m), -routed(m), _size(meta, m), m))
         routes.append(route("single_cheapest", {s: cheapest for s in sites}))
     base = next((r for r in routes if r.policy == "all_on_reference"), None)
-    if base is not None and base.cost_usd > 0:
+    if base is not None and base.cost_per_call:
         routes = [Route(r.policy, r.assignment, r.accuracy, r.cost_usd, r.cost_per_call,
-                        1 - r.cost_usd / base.cost_usd, r.note) for r in routes]
+                        None if r.cost_per_call is None else 1 - r.cost_per_call / base.cost_per_call, r.note)
+                  for r in routes]
     return routes

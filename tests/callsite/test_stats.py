@@ -124,6 +124,21 @@ def test_routing_weights_are_configurable() -> None:
     assert s.routing[-1].accuracy == pytest.approx(0.75)
 
 
+def test_cost_per_call_and_saving_follow_the_call_mix() -> None:
+    # intent: 2 cases at $0.01 per call on ref; codegen: 2 cases at $0.10; the agent calls intent 9x as often
+    recs = (site_records("ref", "intent", [True] * 2, cost=0.01) + site_records("ref", "codegen", [True] * 2, cost=0.10)
+            + site_records("free", "intent", [True] * 2) + site_records("free", "codegen", [False, True]))
+    s = summarise(recs, {"free": {"params_b": 1}}, reference="ref", weights={"intent": 9, "codegen": 1})
+    r = {x.policy: x for x in s.routing}
+    assert r["all_on_reference"].cost_usd == pytest.approx(0.22)  # the sweep: every case once
+    assert r["all_on_reference"].cost_per_call == pytest.approx(0.9 * 0.01 + 0.1 * 0.10)
+    gen = r["reference_for_generative"]
+    assert gen.assignment == {"intent": "free", "codegen": "ref"}
+    assert gen.cost_per_call == pytest.approx(0.1 * 0.10)
+    assert gen.saving == pytest.approx(1 - 0.010 / 0.019)
+    assert gen.accuracy == 1.0
+
+
 def test_no_records_no_section_and_unknown_reference_warns() -> None:
     assert summarise([{"model": "m", "task": "A1", "tier": "A", "passed": True}]) is None
     s = summarise(site_records("m", "intent", [True]), reference="nobody")
