@@ -12,37 +12,44 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .grading import grade
+from .kinds import is_case_file, load_file
 from .results import RunLog, read_records
-from .suite.loader import CaseError, iter_case_files, load_case, resolve
+from .suite.loader import CaseError
 from .trajectory import Trajectory
+
+
+def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[Any, Any]]:
+    """task id -> (kind, entry) over every case file under `cases_dir` (ladder cases and call-site tables)."""
+    index: dict[str, tuple[Any, Any]] = {}
+    for path in sorted(cases_dir.rglob("*.toml")):
+        if not is_case_file(path):
+            continue
+        try:
+            kind, entries = load_file(path)
+        except CaseError as exc:
+            problems.append(exc.render())
+            continue
+        for entry in entries:
+            index.setdefault(entry.id, (kind, entry))
+    return index
 
 
 def regrade_records(records: list[dict[str, Any]], cases_dir: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """(re-graded records, lines describing changed outcomes, problems)."""
-    files = {p.stem: p for p in iter_case_files(cases_dir)}
-    loaded: dict[str, Any] = {}
-    out, changes, problems = [], [], []
+    problems: list[str] = []
+    index = _index(cases_dir, problems)
+    out, changes = [], []
     for rec in records:
         task = rec.get("task")
         if rec.get("infra_error") or "trajectory" not in rec:
             out.append(rec)
             continue
-        if not isinstance(task, str) or task not in files:
+        if not isinstance(task, str) or task not in index:
             problems.append(f"{rec.get('nodeid', task)}: no case file for task {task!r} under {cases_dir}")
             out.append(rec)
             continue
-        if task not in loaded:
-            try:
-                loaded[task] = load_case(files[task])
-            except CaseError as exc:
-                problems.append(exc.render())
-                loaded[task] = None
-        if loaded[task] is None:
-            out.append(rec)
-            continue
         try:
-            new = _regrade_one(rec, *loaded[task], task, changes, problems)
+            new = _regrade_one(rec, *index[task], task, changes, problems)
         except (KeyError, TypeError, ValueError) as exc:  # a hand-edited record: keep it as it is
             problems.append(f"{rec.get('nodeid', task)}: cannot be re-graded ({type(exc).__name__}: "
                             f"{str(exc)[:120]}); kept unchanged")
@@ -51,14 +58,14 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path) -> tuple[lis
     return out, changes, problems
 
 
-def _regrade_one(rec: dict[str, Any], case: Any, digest: str, task: str, changes: list[str],
-             problems: list[str]) -> dict[str, Any]:
+def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes: list[str],
+                 problems: list[str]) -> dict[str, Any]:
     """One record re-graded against its current case; raises on a record of the wrong shape."""
-    if rec["instance"] != "i0" and rec["instance"] not in case.instances or rec["variant"] not in case.prompts:
+    if (rec["variant"], rec["instance"]) not in entry.specs:
         problems.append(f"{rec['nodeid']}: {rec['variant']}-{rec['instance']} no longer exists in {task}")
         return rec
-    resolved = resolve(case, rec["variant"], rec["instance"], digest)
-    g = grade(resolved, Trajectory.model_validate(rec["trajectory"]))
+    resolved = entry.resolve(rec["variant"], rec["instance"])
+    g = kind.grade(resolved, Trajectory.model_validate(rec["trajectory"]), None)
     new = dict(rec)
     new.update(
         passed=g.passed,
@@ -66,8 +73,10 @@ def _regrade_one(rec: dict[str, Any], case: Any, digest: str, task: str, changes
         failure_mode=g.failure_mode,
         terminal_flag=g.terminal_flag,
         obligations={v.code: v.ok for v in g.verdicts},
-        case_hash=digest,
+        case_hash=entry.content_hash,
     )
+    if getattr(g, "facets", None) is not None:
+        new["facets"] = g.facets
     before = (rec["passed"], rec.get("first_unmet"), rec.get("failure_mode"))
     after = (new["passed"], new["first_unmet"], new["failure_mode"])
     if before != after:

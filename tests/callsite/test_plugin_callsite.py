@@ -161,3 +161,18 @@ def test_callsite_weights_option_reaches_the_routing_table(sites: pytest.Pyteste
     result = sites.runpytest(*args, "--callsite-weights", "intent=lots")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--callsite-weights: expected SITE=WEIGHT pairs*got 'intent=lots'*"])
+
+
+def test_regrade_rereads_call_site_tables(sites: pytest.Pytester) -> None:
+    sites.runpytest("cases/callsite/intent.toml", "cases/callsite/actuator.toml", "--model", "oracle")
+    path = sites.path / "cases" / "callsite" / "intent.toml"
+    path.write_text(path.read_text().replace('label = "home_assistant"', 'label = "other"', 1))  # the gold moves
+    proc = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "regrade", str(sites.path / "reports" / "runs.jsonl"),
+                           "--cases", str(sites.path / "cases"), "--write", str(sites.path / "regraded.jsonl")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "intent-crud-01" in proc.stdout and "failed (intent.label, None)" in proc.stdout
+    assert "1 outcome(s) changed" in proc.stdout
+    new = [json.loads(line) for line in (sites.path / "regraded.jsonl").read_text().splitlines()]
+    changed = next(r for r in new if r["task"] == "intent-crud-01")
+    assert changed["passed"] is False and changed["facets"]["rule"] == "intent.label"
