@@ -14,11 +14,11 @@ import pytest
 
 from .config import ModelConfig
 from .corpus import config_fingerprint, resume_key
+from .kinds import CaseKind, Entry, kind_named, load_file
 from .options import settings_key
 from .providers.base import ProviderError
 from .render import safe_text
 from .results import build_record, properties
-from .kinds import CaseKind, Entry, kind_named, load_file
 from .suite.loader import CaseError
 from .suite.schema import ResolvedCase
 from .trajectory import Trajectory

@@ -294,23 +294,26 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
              reference: str | None, w: dict[str, float], meta: Mapping[str, Mapping[str, Any]],
              cases_per_site: dict[str, int], total_cases: int) -> list[Route]:
     def cell(s: str, m: str) -> SiteAccuracy | None:
-        return acc[s].get(m)
+        """The (site, model) cell if it has a scored accuracy."""
+        c = acc[s].get(m)
+        return c if c is not None and c.accuracy is not None else None
 
     def route(policy: str, assignment: dict[str, str], note: str = "") -> Route:
         cs = [cell(s, assignment[s]) for s in sites]
-        if any(c is None or c.accuracy is None for c in cs):
+        if any(c is None for c in cs):
             return Route(policy, assignment, None, 0.0, None, None, note or "a chosen model lacks records at a site")
-        a = sum(w[s] * c.accuracy for s, c in zip(sites, cs))  # type: ignore[union-attr,operator]
-        cost = sum(c.cost_usd for c in cs)  # type: ignore[union-attr]
+        full = [(s, c) for s, c in zip(sites, cs) if c is not None]
+        a = sum(w[s] * float(c.accuracy or 0.0) for s, c in full)
+        cost = sum(c.cost_usd for _, c in full)
         # a call under the mix: each site's mean cost per call, weighted by its share of calls
-        per_call = sum(w[s] * c.cost_usd / c.n_cases for s, c in zip(sites, cs) if c.n_cases)  # type: ignore[union-attr]
+        per_call = sum(w[s] * c.cost_usd / c.n_cases for s, c in full if c.n_cases)
         return Route(policy, assignment, a, cost, per_call, None, note)
 
     def best(s: str, among: tuple[str, ...]) -> str | None:
-        cands = [m for m in among if cell(s, m) is not None and cell(s, m).accuracy is not None]  # type: ignore[union-attr]
-        if not cands:
-            return None
-        return min(cands, key=lambda m: (-cell(s, m).accuracy, _size(meta, m), cell(s, m).cost_usd, m))  # type: ignore[union-attr,operator]
+        """Most accurate at site s; ties to the smaller model, then the cheaper, then the name."""
+        ranked = [(-float(c.accuracy or 0.0), _size(meta, m), c.cost_usd, m)
+                  for m in among if (c := cell(s, m)) is not None]
+        return min(ranked)[3] if ranked else None
 
     routes: list[Route] = []
     if reference is not None:
@@ -320,17 +323,12 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
         routes.append(route("reference_for_generative", assign))
     assign_best = {s: best(s, models) for s in sites}
     if all(assign_best.values()):
-        routes.append(route("best_per_site", assign_best))  # type: ignore[arg-type]
-    full = [m for m in models if all(cell(s, m) is not None and cell(s, m).accuracy is not None for s in sites)]  # type: ignore[union-attr]
-    if full:
-        def total(m: str) -> float:
-            return sum(cell(s, m).cost_usd for s in sites)  # type: ignore[union-attr]
-
-        def routed(m: str) -> float:
-            return sum(w[s] * cell(s, m).accuracy for s in sites)  # type: ignore[union-attr,operator]
-
-        cheapest = min(full, key=lambda m: (total(m), -routed(m), _size(meta, m), m))
-        routes.append(route("single_cheapest", {s: cheapest for s in sites}))
+        routes.append(route("best_per_site", {s: str(m) for s, m in assign_best.items()}))
+    covering = [m for m in models if all(cell(s, m) is not None for s in sites)]
+    if covering:
+        one = {m: route("single_cheapest", {s: m for s in sites}) for m in covering}
+        cheapest = min(covering, key=lambda m: (one[m].cost_usd, -(one[m].accuracy or 0.0), _size(meta, m), m))
+        routes.append(one[cheapest])
     base = next((r for r in routes if r.policy == "all_on_reference"), None)
     if base is not None and base.cost_per_call:
         routes = [Route(r.policy, r.assignment, r.accuracy, r.cost_usd, r.cost_per_call,

@@ -76,7 +76,8 @@ def routing_table(s: CallSiteSummary) -> TextTable:
                pct(r.saving)])
     weights = ", ".join(f"{site} {100 * w:.0f}%" for site, w in s.weights.items())
     t.notes.append(f"Routed accuracy and $/call weight each site by its share of calls ({weights}); sweep $: "
-                   "every case once. Saving: per call, against all-ref. " + "; ".join(f"{POLICY_SHORT[k]}: {v}" for k, v in POLICY_TEXT.items()) + ".")
+                   "every case once. Saving: per call, against all-ref. "
+                   + "; ".join(f"{POLICY_SHORT[k]}: {v}" for k, v in POLICY_TEXT.items()) + ".")
     return t
 
 

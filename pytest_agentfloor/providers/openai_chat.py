@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from ..config import strip_credentials
-from .base import MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, completion_cap, with_retries
+from .base import (MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, completion_cap,
+                   with_retries)
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
