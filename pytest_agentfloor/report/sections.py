@@ -72,10 +72,13 @@ def is_ladder(record: Mapping[str, Any]) -> bool:
 def section_markdown(sections: Mapping[str, Any]) -> str:
     from .markdown import md_table
 
+    from ..render import safe_markdown_text
+
     parts = []
     for section, tabs in section_tables(sections):
         parts += [f"# {section.title}", ""] + [md_table(t) for t in tabs]
-    return "\n".join(parts)
+    # names from stored records may carry anything: no control characters or raw HTML in any line
+    return safe_markdown_text("\n".join(parts))
 
 
 def section_html(sections: Mapping[str, Any]) -> str:
@@ -89,13 +92,17 @@ def section_html(sections: Mapping[str, Any]) -> str:
         body = (f'<div class="chart">{fig}</div>' if fig else "") + "".join(
             f"<h3>{escape(t.title)}</h3>{html_table(t)}" for t in tabs)
         parts.append(f'<section id="{section.key}"><h2>{escape(section.title)}</h2>{body}</section>\n')
-    return "".join(parts)
+    from ..render import safe_text
+
+    return safe_text("".join(parts))  # escaped already; no control character survives either
 
 
 def section_text(sections: Mapping[str, Any], *, width: int = 120, markup: bool = False) -> str:
     import io
 
     from rich.console import Console
+
+    from ..render import safe_text
 
     from .terminal import fitted_table
 
@@ -110,6 +117,6 @@ def section_text(sections: Mapping[str, Any], *, width: int = 120, markup: bool 
                                      optional=section.optional.get(t.key, ())):
                 console.print(part)
             for note in t.notes:
-                console.print(note, style="dim", markup=False)
+                console.print(safe_text(note), style="dim", markup=False)
             console.print()
     return buf.getvalue()

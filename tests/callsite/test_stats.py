@@ -143,3 +143,14 @@ def test_no_records_no_section_and_unknown_reference_warns() -> None:
     assert summarise([{"model": "m", "task": "A1", "tier": "A", "passed": True}]) is None
     s = summarise(site_records("m", "intent", [True]), reference="nobody")
     assert s.tests == [] and any("nobody" in w for w in s.warnings)
+
+
+def test_hostile_names_from_stored_records_are_rendered_inert() -> None:
+    from pytest_agentfloor.report.sections import compute_sections, section_html, section_markdown, section_text
+
+    recs = site_records("m<script>\x1b[31m", "intent", [True, False])
+    sections = compute_sections(recs, {})
+    html, md, text = section_html(sections), section_markdown(sections), section_text(sections, width=200)
+    assert "<script>" not in html and "\x1b" not in html
+    assert "<script>" not in md and "\x1b" not in md
+    assert "\x1b[31m" not in text
