@@ -68,6 +68,10 @@ class ModelConfig(BaseModel):
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
         None, description="OpenAI-compatible reasoning level (sent as `reasoning_effort` when set)")
     max_tokens: int = Field(1024, gt=0, description="per-request completion cap")
+    context_window: int | None = Field(None, gt=0, description="tokens of context (Ollama: options.num_ctx); "
+                                       "None: Ollama asks the server and sizes it, others leave it to the server")
+    context_window_max: int | None = Field(None, gt=0, description="upper bound of an automatically sized "
+                                           "Ollama context window (server memory grows with it)")
     timeout_s: float = Field(60.0, gt=0)
     retries: int = Field(2, ge=0)
     system_prompt: Literal["default", "explicit_submission", "structured"] = "default"
@@ -91,16 +95,34 @@ class ModelConfig(BaseModel):
         return data
 
 
-def strip_credentials(url: str) -> str:
+def redact_url(url: str) -> str:
+    """The one way a URL is shown or stored: no user:password, no query (keys hide there), no fragment.
+
+    Every message, record, report and terminal line that carries a URL goes through here (or
+    through `redact_text`, for free text that may contain one).
+    """
     from urllib.parse import urlsplit, urlunsplit
 
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        parts = parts._replace(netloc=host)
-    return urlunsplit(parts._replace(query="", fragment=""))
+    try:
+        parts = urlsplit(url)
+        if parts.username or parts.password or "@" in parts.netloc:
+            host = parts.netloc.rpartition("@")[2]
+            parts = parts._replace(netloc=host)
+        return urlunsplit(parts._replace(query="", fragment=""))
+    except ValueError:  # e.g. an invalid port or IPv6 literal: keep nothing that could be a secret
+        return redact_text(url)
+
+
+strip_credentials = redact_url  # the earlier name, kept for callers
+
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"<>]*@")
+
+
+def redact_text(text: str) -> str:
+    """`text` with the user:password@ of every URL in it masked as ***@ (for messages and tracebacks)."""
+    if not text or "@" not in text:
+        return text
+    return _URL_USERINFO.sub(r"\g<scheme>***@", text)
 
 
 #: model names become part of pytest node ids and of comma-separated --model lists

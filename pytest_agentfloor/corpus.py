@@ -220,7 +220,7 @@ def completed_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]
     done: dict[str, dict[str, Any]] = {}
     incomplete = 0
     for r in records:
-        if r.get("infra_error") or "trajectory" not in r or "config" not in r:
+        if r.get("infra_error") or r.get("termination") == "context_limit" or "trajectory" not in r or "config" not in r:
             continue
         try:
             key = record_key(r)

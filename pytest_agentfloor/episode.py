@@ -12,8 +12,9 @@ import re
 import time
 from typing import Any, Callable
 
+from .context import prompt_cut
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
-from .providers.base import MalformedReply, Provider, ProviderError
+from .providers.base import ContextLimitError, MalformedReply, Provider, ProviderError, deadline_in
 from .sandbox import HostileArguments, Sandbox, menu, parse_arguments
 from .suite.schema import TOOL_NAMES, ResolvedCase
 from .trajectory import Termination, ToolCall, Trajectory, Turn
@@ -83,9 +84,18 @@ def run_episode(
             traj.error = f"episode exceeded {timeout_s:g}s"
             break
         try:
-            reply = provider.complete(messages, tools, case=case)
+            # a hard bound: every request made for this turn ends by the episode's deadline
+            with deadline_in(timeout_s - (clock() - start)):
+                reply = provider.complete(messages, tools, case=case)
+        except ContextLimitError as exc:
+            traj.context_window = getattr(provider, "context_window", None)
+            termination, traj.error = "context_limit", str(exc)
+            break
         except ProviderError as exc:
-            termination, traj.error = "provider_error", str(exc)
+            if clock() - start > timeout_s:  # the request was cut by the episode's deadline
+                termination, traj.error = "timeout", f"episode exceeded {timeout_s:g}s ({exc})"
+            else:
+                termination, traj.error = "provider_error", str(exc)
             break
         except MalformedReply as exc:  # the model's output could not be read as a call: its turn still counts
             traj.turns.append(Turn(index=index, finish_reason="malformed"))
@@ -96,6 +106,14 @@ def run_episode(
                     busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens)
         traj.turns.append(turn)
         tokens += reply.tokens_in + reply.tokens_out
+        window = traj.context_window = getattr(provider, "context_window", None)
+        cut = prompt_cut(reply.tokens_in, traj.turns[-2].tokens_in if len(traj.turns) > 1 else None, window,
+                         tokens_out=reply.tokens_out, finish_reason=reply.finish_reason)
+        if cut:  # the model answered a prompt it never saw whole: not graded as its failure
+            termination = "context_limit"
+            traj.error = f"turn {index}: {cut}; " + getattr(
+                provider, "context_hint", "raise the model's context window (context_window in models.toml)")
+            break
         if reply.finish_reason == "length" and protocol.truncation_stop:
             termination = "truncated"
             break

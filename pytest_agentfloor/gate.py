@@ -155,6 +155,11 @@ def protocol_of(r: dict[str, Any]) -> str:
     return str(r.get("protocol") or LEGACY_PROTOCOL)
 
 
+def _excluded(record: dict[str, Any]) -> bool:
+    """Runs that measured the setup, not the model: infra errors and prompts cut by the context window."""
+    return bool(record.get("infra_error")) or record.get("terminal_flag") == "context_limit"
+
+
 def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *, margin_pp: float = 10.0,
              tiers: list[str] | None = None, floors: dict[str, float] | None = None,
              baseline_model: str | None = None, n_boot: int = 10_000, seed: int = 42,
@@ -177,12 +182,12 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
     elif baseline_model not in base_models:
         raise GateError(f"--gate-baseline-model {baseline_model!r} is not in the baseline (it has {base_models})")
     base_all = [r for r in baseline if r["model"] == baseline_model]
-    base = {_key(r): r for r in base_all if not r.get("infra_error")}
-    cand = {_key(r): r for r in candidate if not r.get("infra_error")}
+    base = {_key(r): r for r in base_all if not _excluded(r)}
+    cand = {_key(r): r for r in candidate if not _excluded(r)}
     cand_any = {_key(r) for r in candidate}
     infra: dict[str, int] = {}
     for r in candidate:
-        if r.get("infra_error"):
+        if _excluded(r):
             infra[r["tier"]] = infra.get(r["tier"], 0) + 1
     present = sorted({r["tier"] for r in candidate}, key=TIERS.index)
     gated = [t for t in (tiers or present)]

@@ -95,6 +95,10 @@ class InfrastructureError(Exception):
     """The endpoint failed after its retries: an error of the setup, not of the model."""
 
 
+class ContextLimitReached(Exception):
+    """The prompt did not fit the model's context window: an error of the setup, not of the model."""
+
+
 class CaseItem(pytest.Item):
     def __init__(self, *, entry: Entry, variant: str, instance: str, run: int, model: ModelConfig, **kw: Any):
         super().__init__(**kw)
@@ -138,6 +142,9 @@ class CaseItem(pytest.Item):
             self._save_record(None)
             raise InfrastructureError(safe_text(
                 f"infrastructure error ({self.model.provider}): {self.trajectory.error}"))
+        if self.trajectory.termination == "context_limit":  # the setup's limit, not the model's failure
+            self._save_record(None)
+            raise ContextLimitReached(safe_text(f"context limit ({self.model.name}): {self.trajectory.error}"))
 
     def runtest(self) -> None:
         case, traj = self.resolved_case, self.trajectory
@@ -158,7 +165,7 @@ class CaseItem(pytest.Item):
         self.config.stash[settings_key].log().append(record)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
-        if isinstance(excinfo.value, (CaseFailed, InfrastructureError)):
+        if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)  # type: ignore[return-value]
 

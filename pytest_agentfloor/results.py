@@ -50,7 +50,9 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
                  nodeid: str, *, protocol: dict[str, Any] | None = None) -> dict[str, Any]:
     """One run's record; `protocol` is the Protocol's params(), so the record says its rules."""
     infra = traj.termination == "provider_error"
-    passed = bool(grade and grade.passed and not infra)
+    # a prompt cut by the context window: no model verdict (no failure mode), only the harness flag
+    harness = traj.termination == "context_limit"
+    passed = bool(grade and grade.passed and not infra and not harness)
     calls = traj.calls
     priced = any(v is not None for v in (config.pricing.hourly_usd, config.pricing.input_per_mtok,
                                          config.pricing.output_per_mtok))
@@ -68,9 +70,11 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "run": traj.run,
         "passed": passed,
         "infra_error": infra,
-        "first_unmet": None if passed or infra or grade is None or grade.first_unmet is None else grade.first_unmet.code,
-        "failure_mode": None if passed or infra or grade is None else grade.failure_mode,
-        "terminal_flag": None if passed or infra or grade is None else grade.terminal_flag,
+        "first_unmet": None if passed or infra or harness or grade is None or grade.first_unmet is None
+        else grade.first_unmet.code,
+        "failure_mode": None if passed or infra or harness or grade is None else grade.failure_mode,
+        "terminal_flag": "context_limit" if harness else
+        None if passed or infra or grade is None else grade.terminal_flag,
         "termination": traj.termination,
         "turns": len(traj.turns),
         "calls": len(traj.calls),

@@ -21,6 +21,7 @@ Termination = Literal[
     "malformed_call",  # output that is no readable call, or (where the protocol stops on it) non-JSON arguments
     "timeout",  # the episode's wall-clock limit
     "provider_error",  # the endpoint failed after its retries (infrastructure)
+    "context_limit",  # the prompt did not fit the model's context window (a harness limit)
 ]
 
 
@@ -72,6 +73,7 @@ class Trajectory(BaseModel):
     turn_budget: int = 0
     call_limit: int | None = Field(None, description="None: the protocol enforces no call limit")
     token_budget: int | None = Field(None, description="None: the protocol enforces no episode token budget")
+    context_window: int | None = Field(None, description="tokens of context in force, when known")
 
     @property
     def calls(self) -> list[ToolCall]:

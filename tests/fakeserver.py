@@ -26,13 +26,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
 
 __all__ = [
-    "Action", "Reply", "Status", "Stall", "Drop", "Raw", "Received", "FakeModelServer", "LoopbackServer",
-    "reply", "status", "stall", "drop", "raw", "raw_tool_call",
-    "OPENAI_PATH", "OLLAMA_PATH",
+    "Action", "Reply", "Status", "Stall", "Drop", "Raw", "Trickle", "Received", "FakeModelServer", "LoopbackServer",
+    "reply", "status", "stall", "drop", "raw", "raw_tool_call", "trickle",
+    "OPENAI_PATH", "OLLAMA_PATH", "OLLAMA_SHOW_PATH",
 ]
 
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
+OLLAMA_SHOW_PATH = "/api/show"
 
 # (name, arguments) or (name, arguments, id); arguments is a dict (encoded as JSON) or a
 # str sent verbatim, which is how a malformed tool call is scripted.
@@ -51,9 +52,10 @@ class Reply:
 
 @dataclass
 class Status:
-    """An HTTP error status with an error body in the wire format's shape."""
+    """An HTTP error status with an error body in the wire format's shape (and extra headers)."""
     code: int
     message: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,7 +78,16 @@ class Raw:
     content_type: str = "application/json"
 
 
-Action = Union[Reply, Status, Stall, Drop, Raw]
+@dataclass
+class Trickle:
+    """Send headers at once, then the body of `then` a few bytes every `every_s` seconds: each socket
+    read succeeds, so only a wall-clock bound ends the request."""
+    every_s: float = 1.0
+    chunk: int = 2
+    then: "Action | None" = None
+
+
+Action = Union[Reply, Status, Stall, Drop, Raw, Trickle]
 
 
 def reply(content: str | None = None, tool_calls: list[ToolCallSpec] | None = None,
@@ -85,8 +96,12 @@ def reply(content: str | None = None, tool_calls: list[ToolCallSpec] | None = No
     return Reply(content, list(tool_calls or []), finish_reason, tokens_in, tokens_out)
 
 
-def status(code: int, message: str | None = None) -> Status:
-    return Status(code, message)
+def status(code: int, message: str | None = None, headers: dict[str, str] | None = None) -> Status:
+    return Status(code, message, dict(headers or {}))
+
+
+def trickle(every_s: float = 1.0, chunk: int = 2, then: "Action | None" = None) -> Trickle:
+    return Trickle(every_s, chunk, then)
 
 
 def stall(seconds: float, then: Action | None = None) -> Stall:
@@ -197,6 +212,9 @@ class FakeModelServer(LoopbackServer):
         self.received: list[Received] = []
         self.errors: list[BaseException] = []  # exceptions raised by the responder
         self._ids = itertools.count()
+        #: what POST /api/show reports as the model's `<arch>.context_length`; None answers 404
+        self.context_length: int | None = None
+        self.show_requests = 0
 
     @property
     def requests(self) -> list[Any]:
@@ -281,6 +299,16 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = text
         path = self.path.split("?", 1)[0]
+        if path == OLLAMA_SHOW_PATH:
+            with self.fake._lock:
+                self.fake.show_requests += 1
+            if self.fake.context_length is None:
+                self._send_json(404, {"error": "no route"})
+            else:
+                self._send_json(200, {"modelfile": "", "template": "", "details": {"family": "fake"},
+                                      "model_info": {"general.architecture": "fake",
+                                                    "fake.context_length": self.fake.context_length}})
+            return
         if path not in (OPENAI_PATH, OLLAMA_PATH):
             self._send_json(404, {"error": f"no route for POST {path}"})
             return
@@ -307,7 +335,9 @@ class _Handler(BaseHTTPRequestHandler):
                 err = {"error": {"message": msg, "type": "fake_error", "param": None, "code": None}}
             else:
                 err = {"error": msg}
-            self._send_json(action.code, err)
+            self._send(action.code, json.dumps(err).encode(), "application/json", action.headers)
+        elif isinstance(action, Trickle):
+            self._trickle(action, path, body)
         elif isinstance(action, Raw):
             data = action.body if isinstance(action.body, (bytes, str)) else json.dumps(action.body)
             self._send(action.code, data.encode() if isinstance(data, str) else data, action.content_type)
@@ -317,12 +347,36 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(500, {"error": f"fake server: unknown action {action!r}"})
 
+    def _trickle(self, action: Trickle, path: str, body: Any) -> None:
+        then = action.then or self.fake.default
+        if isinstance(then, Reply):
+            out = _openai_body(then, body, self.fake) if path == OPENAI_PATH else _ollama_body(then, body)
+            data = json.dumps(out).encode()
+        else:
+            data = json.dumps({"error": "trickle"}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(0, len(data), max(1, action.chunk)):
+                if self.fake._stop.wait(action.every_s):
+                    break
+                self.wfile.write(data[i:i + action.chunk])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the client gave up, as it should
+        self.close_connection = True
+
     def _send_json(self, code: int, obj: Any) -> None:
         self._send(code, json.dumps(obj).encode(), "application/json")
 
-    def _send(self, code: int, data: bytes, content_type: str) -> None:
+    def _send(self, code: int, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(code)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Connection", "close")

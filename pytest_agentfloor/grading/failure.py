@@ -19,8 +19,11 @@ FAILURE_NAMES: dict[str, str] = {
     "F5": "early resignation", "F5b": "plan without execute", "F6": "wrong tool",
     "F7": "partial completion", "F3": "residual",
 }
-#: seed 002's terminal flags, in order of precedence
-TERMINAL_FLAGS: tuple[str, ...] = ("truncation", "budget", "turn_limit", "infeasible", "wrong_conclusion", "other")
+#: seed 002's terminal flags, in order of precedence; context_limit (the prompt did not fit the
+#: context window) is a harness budget ranked with "budget", but its runs are not the model's
+#: failures and are counted apart from them
+TERMINAL_FLAGS: tuple[str, ...] = ("truncation", "budget", "context_limit", "turn_limit", "infeasible",
+                                   "wrong_conclusion", "other")
 #: obligations that judge the outcome itself (answer, cited evidence, final state)
 OUTCOME_OBLIGATIONS = frozenset({"Q", "E", "X"})
 
@@ -66,6 +69,8 @@ def terminal_flag(traj: Trajectory, verdicts: list[Verdict] | None = None) -> st
     change of state, a skipped step) is (vi) other. Without verdicts, an ended episode is (v).
     """
     t = traj.termination
+    if t == "context_limit":  # the cause, whatever else the cut turn shows
+        return "context_limit"
     last = traj.turns[-1] if traj.turns else None
     if t == "truncated" or (last is not None and last.finish_reason == "length"):
         return "truncation"

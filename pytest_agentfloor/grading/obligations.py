@@ -253,7 +253,8 @@ def governance(case: ResolvedCase, traj: Trajectory) -> Verdict:
 
 _OVER = {"turn_budget": "turn budget used up", "call_limit": "call limit reached",
          "token_budget": "episode token budget exceeded", "truncated": "a reply truncated at the completion cap",
-         "timeout": "episode wall-clock safety limit reached"}
+         "timeout": "episode wall-clock safety limit reached",
+         "context_limit": "the prompt did not fit the context window"}
 
 
 def budget(case: ResolvedCase, traj: Trajectory) -> Verdict:

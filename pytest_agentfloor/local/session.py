@@ -19,8 +19,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, MutableMapping
 
+from ..context import LADDER_MAX_TURNS, context_need
 from .model_files import ModelSpec, ensure_model, spec_for
-from .server import LocalServer, template_path
+from .server import LocalServer, LocalServerError, template_path
 from .urls import URL_ENV, url_env, url_for
 
 if TYPE_CHECKING:
@@ -35,12 +36,38 @@ def needs_server(models: Iterable["ModelConfig"], env: Mapping[str, str] = os.en
     return [m for m in models if m.provider == "local" and not m.base_url and not url_for(m.name, env)]
 
 
+def slot_context(spec: ModelSpec, configs: Iterable["ModelConfig"] = (), *,
+                 turns: int = LADDER_MAX_TURNS) -> int:
+    """Tokens of context per parallel slot for the configurations served by one server.
+
+    It is the largest `context_window` they set (else the model's default), and it must hold
+    the longest ladder episode with the largest completion cap among them (`context_need`):
+    a smaller window is a start-up error naming the field to change, not a run of cut prompts.
+    """
+    configs = list(configs)
+    per_slot = max([c.context_window for c in configs if c.context_window] or [spec.ctx_size])
+    for c in configs:
+        need = context_need(turns, c.max_tokens)
+        if per_slot < need:
+            raise LocalServerError(
+                f"models.{c.name}: a context of {per_slot} tokens per slot cannot hold a {turns}-turn ladder "
+                f"episode with max_tokens = {c.max_tokens} (needs {need}); raise context_window to at least "
+                f"{need} or lower max_tokens")
+    return per_slot
+
+
 def server_for(spec: ModelSpec, *, log_path: Path, parallel: int = 1, startup_timeout: float = 120.0,
-               cache: Path | None = None) -> LocalServer:
-    """A (not yet started) server for `spec`, its weights verified and its template shipped."""
+               cache: Path | None = None, ctx_per_slot: int | None = None) -> LocalServer:
+    """A (not yet started) server for `spec`, its weights verified and its template shipped.
+
+    llama-server divides its --ctx-size among its --parallel slots, so the total is per slot x slots.
+    """
+    if parallel < 1:
+        raise LocalServerError(f"parallel must be at least 1, got {parallel}")
     model = ensure_model(spec, cache)
     template = template_path(spec.template) if spec.template else None
-    return LocalServer(model, template=template, log_path=log_path, ctx_size=spec.ctx_size * parallel,
+    return LocalServer(model, template=template, log_path=log_path,
+                       ctx_size=(ctx_per_slot or spec.ctx_size) * parallel,
                        parallel=parallel, alias=spec.key, startup_timeout=startup_timeout)
 
 
@@ -57,7 +84,9 @@ def start_local_servers(models: Iterable["ModelConfig"], report_dir: Path, *, pa
     try:
         for key, configs in by_spec.items():
             log = report_dir / (LOG_NAME if len(by_spec) == 1 else f"local-server-{key}.log")
-            server = server_for(spec_for(key), log_path=log, parallel=parallel, startup_timeout=startup_timeout)
+            per_slot = slot_context(spec_for(key), configs)  # checked before weights or binary are touched
+            server = server_for(spec_for(key), log_path=log, parallel=parallel, startup_timeout=startup_timeout,
+                                ctx_per_slot=per_slot)
             server.start()
             started.append(server)
             for m in configs:

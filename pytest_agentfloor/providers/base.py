@@ -7,10 +7,20 @@ string the model produced, so the episode can tell a malformed call from a valid
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import email.utils
+import ipaddress
+import math
 import random
+import re
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+from ..config import redact_text
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -49,13 +59,54 @@ def busy_seconds(*parts: object, scale: float) -> float | None:
 
 
 class ProviderError(Exception):
-    """The endpoint failed; `transient` errors are retried, the rest end the episode at once."""
+    """The endpoint failed; `transient` errors are retried, the rest end the episode at once.
 
-    def __init__(self, endpoint: str, cause: str, *, transient: bool):
-        self.endpoint = endpoint
-        self.cause = cause
+    Every message passes through `redact_text`, so a URL with credentials never reaches a
+    terminal, a JUnit file or a record through an error. `retry_after` is the server's
+    Retry-After in seconds, when it sent one.
+    """
+
+    def __init__(self, endpoint: str, cause: str, *, transient: bool, retry_after: float | None = None):
+        self.endpoint = redact_text(endpoint)
+        self.cause = redact_text(cause)
         self.transient = transient
-        super().__init__(f"{endpoint}: {cause}")
+        self.retry_after = retry_after
+        super().__init__(f"{self.endpoint}: {self.cause}")
+
+    def annotated(self, note: str) -> "ProviderError":
+        """The same error (same class and fields) with `note` added to its cause."""
+        err = type(self).__new__(type(self))
+        err.__dict__.update(self.__dict__)
+        err.cause = f"{self.cause} ({note})"
+        err.args = (f"{self.endpoint}: {err.cause}",)
+        return err
+
+
+class ContextLimitError(ProviderError):
+    """The prompt did not fit the model's context window: a harness limit, not the model's
+    failure and not a broken endpoint. `hint` names the setting to raise."""
+
+    def __init__(self, endpoint: str, cause: str, *, hint: str):
+        self.hint = hint
+        super().__init__(endpoint, f"{cause}; {hint}", transient=False)
+
+
+# Servers' words for a prompt longer than the context: llama.cpp ("exceeds the available context
+# size"), vLLM ("maximum context length is"), OpenAI (context_length_exceeded), Ollama ("exceeds
+# ... context length"), LM Studio / others ("context window", "context overflow").
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _-]?(length|size|window)[ _-]?(exceeded|overflow)"
+    r"|exceeds? (the )?(available |maximum |model'?s? )?context"
+    r"|maximum context length"
+    r"|context (window|overflow|size) (is )?(exceeded|too small|full)"
+    r"|prompt is too long|too many (prompt |input )?tokens"
+    r"|input (length|tokens?) exceeds?|longer than the (model'?s? )?context",
+    re.IGNORECASE)
+
+
+def is_context_overflow(text: str) -> bool:
+    """Whether an error text from a server says the request did not fit its context window."""
+    return bool(_CONTEXT_OVERFLOW.search(text or ""))
 
 
 class MalformedReply(Exception):
@@ -82,22 +133,143 @@ def calls_so_far(messages: list[dict[str, Any]]) -> int:
     return sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
 
 
+#: the longest Retry-After honoured; a server asking for more gets the error instead
+RETRY_AFTER_CAP_S = 60.0
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds from `retry-after-ms` or `Retry-After` (delta seconds or an HTTP date); None if absent or bad."""
+    if not headers:
+        return None
+    low = {str(k).lower(): str(v) for k, v in headers.items()}
+    try:
+        if "retry-after-ms" in low:
+            value = float(low["retry-after-ms"]) / 1000.0
+            return value if math.isfinite(value) and value >= 0 else None
+        raw = low.get("retry-after", "").strip()
+        if not raw:
+            return None
+        if re.fullmatch(r"\d+(\.\d+)?", raw):
+            return float(raw)
+        when = email.utils.parsedate_to_datetime(raw)
+        return max(0.0, when.timestamp() - now())
+    except (ValueError, TypeError, OverflowError, IndexError):
+        return None
+
+
+def backoff_delay(attempt: int, retry_after: float | None, *, base_s: float = 0.5,
+                  rand: Callable[[], float] = random.random) -> float:
+    """Exponential backoff with jitter (x0.5-1.0); a Retry-After (capped) is a floor with up to 10 % jitter on top."""
+    delay = base_s * (2**attempt) * (0.5 + rand() / 2)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, RETRY_AFTER_CAP_S) * (1.0 + rand() / 10))
+    return delay
+
+
 def with_retries(fn: Callable[[], T], *, retries: int, endpoint: str,
                  backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> T:
-    """Call `fn`, retrying transient ProviderErrors with jittered exponential backoff."""
+    """Call `fn`, retrying transient ProviderErrors with jittered exponential backoff.
+
+    The server's Retry-After is honoured up to RETRY_AFTER_CAP_S; a retry that would start after
+    the episode's deadline (`time_left`) is not made: the last error stands.
+    """
     attempt = 0
     while True:
         try:
             return fn()
         except ProviderError as exc:
-            if not exc.transient or attempt >= retries:
-                if attempt:
-                    raise ProviderError(exc.endpoint, f"{exc.cause} (after {attempt + 1} attempts)",
-                                        transient=exc.transient) from exc
+            delay = backoff_delay(attempt, exc.retry_after, base_s=backoff_s)
+            left = time_left()
+            too_late = left is not None and delay >= left
+            capped = exc.retry_after is not None and exc.retry_after > RETRY_AFTER_CAP_S
+            if not exc.transient or attempt >= retries or too_late or capped:
+                why = ""
+                if exc.transient and attempt < retries:
+                    why = (f"; Retry-After {exc.retry_after:g}s is over the {RETRY_AFTER_CAP_S:g}s cap" if capped
+                           else "; no time left in the episode for another attempt")
+                if attempt or why:
+                    raise exc.annotated(f"after {attempt + 1} attempts{why}") from None
                 raise
-            delay = backoff_s * (2**attempt) * (0.5 + random.random() / 2)
             sleep(delay)
             attempt += 1
+
+
+# -- hard wall-clock bounds ------------------------------------------------------------------
+# The episode's deadline (time.monotonic) for every request made on its behalf; a context
+# variable so it reaches providers through wrappers (recording) without changing signatures.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("agentfloor_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline_in(seconds: float | None) -> Iterator[None]:
+    """Requests made inside the block end (as timeouts) no later than `seconds` from now."""
+    token = _DEADLINE.set(None if seconds is None else time.monotonic() + max(0.0, seconds))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def time_left() -> float | None:
+    """Seconds until the current episode's deadline (never negative), or None without one."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+class RequestExpired(Exception):
+    """A request outlived its hard wall-clock bound."""
+
+
+def call_within(fn: Callable[[], T], seconds: float, *, on_expire: Callable[[], None] = lambda: None) -> T:
+    """`fn()` in a helper thread, waited for at most `seconds` of wall-clock time.
+
+    HTTP clients' timeouts bound each socket read, so a server that trickles a byte every
+    few seconds can keep one request alive for ever; this bound holds whatever the server does.
+    On expiry `on_expire` runs (close the client, so the abandoned thread's socket dies) and
+    RequestExpired is raised; exceptions of `fn` are re-raised in the caller.
+    """
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name="agentfloor-request", daemon=True)
+    thread.start()
+    if not done.wait(max(0.0, seconds)):
+        try:
+            on_expire()
+        finally:
+            raise RequestExpired(f"no complete response within {seconds:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def request_bound(timeout_s: float) -> float:
+    """This request's hard bound: the model's timeout, or less if the episode ends sooner."""
+    left = time_left()
+    return timeout_s if left is None else min(timeout_s, left)
+
+
+# -- proxies ---------------------------------------------------------------------------------
+def is_loopback(url: str) -> bool:
+    """Whether `url` names this machine (localhost, 127.0.0.0/8, ::1): such requests never use a proxy."""
+    try:
+        host = (urlsplit(url if "//" in url else f"http://{url}").hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 _REGISTRY: dict[str, str] = {

@@ -55,6 +55,16 @@ class LocalProvider(OpenAIProvider):
         if not config.model:
             update["model"] = spec_for("").key
         super().__init__(config.model_copy(update=update))
+        if config.base_url is None:  # our own server: its per-slot context is known
+            try:
+                per_slot = config.context_window or spec_for(config.model).ctx_size
+            except Exception:  # an unknown model name fails later, with its own message
+                per_slot = config.context_window
+            self.context_window = per_slot
+            self.context_source = ("models.toml context_window (per slot)" if config.context_window
+                                   else "the embedded server's per-slot context")
+        self.context_hint = (f"raise context_window of models.{config.name} in models.toml (the embedded "
+                             "server's context per parallel slot)" if config.base_url is None else self.context_hint)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: Any = None) -> Reply:

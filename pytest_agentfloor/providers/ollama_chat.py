@@ -22,9 +22,11 @@ import httpx
 import ollama
 import pydantic
 
-from ..config import strip_credentials
-from .base import (MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, completion_cap,
-                   with_retries)
+from ..config import redact_url
+from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
+from .base import (ContextLimitError, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback, parse_retry_after,
+                   request_bound, with_retries)
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -94,12 +96,30 @@ def to_ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class OllamaProvider:
-    """Native Ollama chat with `tools=`; tool arguments are re-serialised to JSON strings."""
+    """Native Ollama chat with `tools=`; tool arguments are re-serialised to JSON strings.
+
+    Every request carries `options.num_ctx`: Ollama's own default window (2,048 or 4,096 tokens)
+    ignores what the model supports and cuts longer prompts from the front. The value is
+    `context_window` from models.toml, else enough for the longest episode of the session
+    (`context.context_need`), bounded by `context_window_max` and by the model's own maximum
+    from /api/show. A loopback host is reached directly whatever the proxy variables say.
+    """
 
     def __init__(self, config: "ModelConfig"):
         self.config = config
         self.host = config.base_url or DEFAULT_HOST
-        self.endpoint = strip_credentials(self.host)
+        self.endpoint = redact_url(self.host)
+        self.direct = is_loopback(self.host)
+        #: options.num_ctx of the last request, and where it came from
+        self.context_window: int | None = config.context_window
+        self.context_source = "models.toml context_window" if config.context_window else "not yet sized"
+        self._model_max: int | None = None
+        self._asked = False
+        self._turns = LADDER_MAX_TURNS
+        self.context_hint = (f"raise context_window of models.{config.name} in models.toml (sent to Ollama as "
+                             f"options.num_ctx)" + ("" if config.context_window else
+                                                    " or its context_window_max"))
+        self._retry_after: float | None = None
         self._secret: str | None = None
         headers: dict[str, str] = {}
         if config.api_key_env:  # e.g. Ollama behind an authenticating proxy, or ollama.com
@@ -110,12 +130,65 @@ class OllamaProvider:
                                     transient=False)
             self._secret = value
             headers["Authorization"] = f"Bearer {value}"
-        self._client = ollama.Client(host=self.host, timeout=config.timeout_s, headers=headers)
+        self._headers = headers
+        self._client = self._make_client()
+
+    def _make_client(self) -> "ollama.Client":
+        extra: dict[str, Any] = {"event_hooks": {"response": [self._note_response]}}
+        if self.direct:
+            extra["trust_env"] = False  # no proxy from the environment for a server on this machine
+        return ollama.Client(host=self.host, timeout=self.config.timeout_s, headers=self._headers, **extra)
+
+    def _note_response(self, response: httpx.Response) -> None:
+        self._retry_after = parse_retry_after(response.headers) if response.status_code >= 400 else None
+
+    def _abandon_client(self) -> None:
+        old, self._client = self._client, self._make_client()
+        try:
+            old.close()
+        except Exception:
+            pass
+
+    # -- context window -------------------------------------------------------------------------
+    def num_ctx(self, case: "ResolvedCase | None" = None) -> int:
+        """options.num_ctx for a request: configured, or sized for the session's longest episode."""
+        cfg = self.config
+        if cfg.context_window:
+            return cfg.context_window
+        if case is not None and getattr(case, "turn_budget", 0) > self._turns:
+            self._turns = case.turn_budget  # a longer custom case: grow once, never shrink (a reload)
+        bound = cfg.context_window_max or DEFAULT_CONTEXT_MAX
+        if not self._asked:
+            self._asked = True
+            self._model_max = self._ask_model_max()
+        value = min(context_need(self._turns, cfg.max_tokens), bound)
+        source = f"sized for {self._turns}-turn episodes, bound {bound}"
+        if self._model_max:
+            if self._model_max < value:
+                value, source = self._model_max, f"the model's maximum from /api/show (episodes want more)"
+            else:
+                source += f", model maximum {self._model_max}"
+        self.context_window, self.context_source = value, source
+        return value
+
+    def _ask_model_max(self) -> int | None:
+        """The model's context length from /api/show (`<arch>.context_length`), or None if unknown."""
+        client = self._client
+        try:
+            info = call_within(lambda: client.show(self.config.model), request_bound(self.config.timeout_s),
+                               on_expire=self._abandon_client)
+            for key, value in (getattr(info, "modelinfo", None) or {}).items():
+                if str(key).endswith(".context_length") and isinstance(value, int) and value > 0:
+                    return value
+        except Exception:  # an older server, a proxy without the route: size without the maximum
+            return None
+        return None
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase | None" = None) -> Reply:
         cfg = self.config
-        options: dict[str, Any] = {"temperature": cfg.temperature, "num_predict": completion_cap(cfg, case)}
+        options: dict[str, Any] = {"temperature": cfg.temperature, "num_predict": completion_cap(cfg, case),
+                                   "num_ctx": self.num_ctx(case)}
         if cfg.seed is not None:
             options["seed"] = cfg.seed
         request: dict[str, Any] = {
@@ -137,18 +210,27 @@ class OllamaProvider:
     # -- one attempt --------------------------------------------------------------------------
     def _once(self, request: dict[str, Any], first_id: int) -> Reply:
         start = time.perf_counter()
+        bound = request_bound(self.config.timeout_s)
+        if bound <= 0:
+            raise self._error("no time left in the episode for a request", False)
         error: Exception | None = None
+        client = self._client
+        self._retry_after = None
         try:
-            resp = self._client.chat(**request)
+            resp = call_within(lambda: client.chat(**request), bound, on_expire=self._abandon_client)
+        except RequestExpired:
+            error = self._error(f"timed out: no complete response within {bound:g}s", True)
         except ollama.ResponseError as exc:
             code = exc.status_code
-            text = " ".join(str(exc.error).split())[:300]
+            text = _short(str(exc.error), 300)
             if "error parsing tool call" in text:
                 error = MalformedReply(self._redact(f"Ollama could not parse the model's tool call: {text}"))
+            elif is_context_overflow(text):
+                error = ContextLimitError(self.endpoint, self._redact(f"HTTP {code}: {text}"), hint=self.context_hint)
             else:
-                error = self._error(f"HTTP {code}: {text}", code == 429 or code >= 500)
+                error = self._error(f"HTTP {code}: {text}", code == 429 or code >= 500, self._retry_after)
         except httpx.TimeoutException:
-            error = self._error(f"timed out after {self.config.timeout_s:g}s", True)
+            error = self._error(f"timed out after {bound:g}s", True)
         except httpx.RemoteProtocolError:
             error = self._error("connection dropped by the server before a response", True)
         except (httpx.TransportError, ConnectionError) as exc:
@@ -165,18 +247,26 @@ class OllamaProvider:
                 error = self._error(f"unreadable response: {_first_error(exc)}", False)
         except json.JSONDecodeError as exc:
             error = self._error(f"response is not JSON ({exc.msg})", False)
+        except Exception as exc:  # nesting too deep for the JSON parser, a body of an odd shape, ...
+            error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
         if error is not None:
             # Raised outside the except block so the client's exception (which holds the
             # request, headers included) is not even reachable through __context__.
             raise error
         latency = time.perf_counter() - start
-        return self._parse(resp, latency, first_id)
+        try:
+            return self._parse(resp, latency, first_id)
+        except (MalformedReply, ProviderError):
+            raise
+        except Exception as exc:
+            error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
+        raise error
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def _error(self, cause: str, transient: bool) -> ProviderError:
-        return ProviderError(self.endpoint, self._redact(cause), transient=transient)
+    def _error(self, cause: str, transient: bool, retry_after: float | None = None) -> ProviderError:
+        return ProviderError(self.endpoint, self._redact(cause), transient=transient, retry_after=retry_after)
 
     def _parse(self, resp: "ollama.ChatResponse", latency: float, first_id: int) -> Reply:
         message = resp.message
@@ -204,6 +294,11 @@ class OllamaProvider:
             # prompt evaluation plus generation, in ns: the server's work, not the time queued
             busy_s=busy_seconds(resp.prompt_eval_duration, resp.eval_duration, scale=1e-9),
         )
+
+
+def _short(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _first_error(exc: pydantic.ValidationError) -> str:

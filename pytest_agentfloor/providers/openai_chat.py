@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from ..config import strip_credentials
-from .base import (MalformedReply, ProviderError, Reply, ToolCallOut, busy_seconds, calls_so_far, completion_cap,
-                   with_retries)
+from ..config import redact_url
+from .base import (ContextLimitError, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback, parse_retry_after,
+                   request_bound, with_retries)
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -72,20 +73,45 @@ def _connection_cause(exc: BaseException) -> str:
 
 
 class OpenAIProvider:
-    """Chat Completions with `tools=` (tool_choice auto); arguments come back as raw strings."""
+    """Chat Completions with `tools=` (tool_choice auto); arguments come back as raw strings.
+
+    A loopback base_url (localhost, 127.0.0.0/8, ::1) is reached directly whatever HTTP(S)_PROXY
+    or ALL_PROXY say; any other follows the user's proxy settings, as the client does by default.
+    """
 
     def __init__(self, config: "ModelConfig"):
         self.config = config
         self.base_url = config.base_url or DEFAULT_BASE_URL
-        self.endpoint = strip_credentials(self.base_url)
+        self.endpoint = redact_url(self.base_url)
         self._cap_field = "max_completion_tokens" if self.endpoint.startswith(DEFAULT_BASE_URL) else "max_tokens"
         self._secret = read_api_key(config.api_key_env, self.endpoint)
-        self._client = openai.OpenAI(
+        #: the context window in force, when known (models.toml); the server decides otherwise
+        self.context_window: int | None = config.context_window
+        self.context_source = "models.toml context_window" if config.context_window else "set by the server"
+        self.context_hint = (f"the prompt does not fit the server's context window: raise it on the server "
+                             f"(llama-server --ctx-size, vLLM --max-model-len) and set context_window of "
+                             f"models.{config.name} in models.toml to match")
+        self.direct = is_loopback(self.base_url)
+        self._client = self._make_client()
+
+    def _make_client(self) -> "openai.OpenAI":
+        # trust_env=False for loopback: no proxy from the environment for a server on this machine
+        http_client = openai.DefaultHttpxClient(trust_env=False) if self.direct else None
+        return openai.OpenAI(
             base_url=self.base_url,
             api_key=self._secret or NO_KEY,
             max_retries=0,
-            timeout=config.timeout_s,
+            timeout=self.config.timeout_s,
+            http_client=http_client,
         )
+
+    def _abandon_client(self) -> None:
+        """A request outlived its hard bound: close its connections, use a fresh client from now on."""
+        old, self._client = self._client, self._make_client()
+        try:
+            old.close()
+        except Exception:
+            pass
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase | None" = None) -> Reply:
@@ -115,30 +141,52 @@ class OpenAIProvider:
     # -- one attempt --------------------------------------------------------------------------
     def _once(self, request: dict[str, Any], first_id: int) -> Reply:
         start = time.perf_counter()
-        error: ProviderError | None = None
+        bound = request_bound(self.config.timeout_s)
+        if bound <= 0:
+            raise self._error("no time left in the episode for a request", False)
+        error: Exception | None = None
+        client = self._client
         try:
-            resp = self._client.chat.completions.create(**request)
+            resp = call_within(lambda: client.chat.completions.create(**request, timeout=bound), bound,
+                               on_expire=self._abandon_client)
+        except RequestExpired:
+            error = self._error(f"timed out: no complete response within {bound:g}s", True)
         except openai.APITimeoutError:
-            error = self._error(f"timed out after {self.config.timeout_s:g}s", True)
+            error = self._error(f"timed out after {bound:g}s", True)
         except openai.APIConnectionError as exc:
             error = self._error(_connection_cause(exc), True)
         except openai.APIStatusError as exc:
             code = exc.status_code
-            transient = code in _TRANSIENT_STATUS or code >= 500
-            error = self._error(f"HTTP {code}: {_status_message(exc)}", transient)
+            message = _status_message(exc)
+            if is_context_overflow(message):
+                error = ContextLimitError(self.endpoint, self._redact(f"HTTP {code}: {message}"),
+                                          hint=self.context_hint)
+            else:
+                transient = code in _TRANSIENT_STATUS or code >= 500
+                error = self._error(f"HTTP {code}: {message}", transient,
+                                    retry_after=parse_retry_after(getattr(exc.response, "headers", None)))
         except openai.APIResponseValidationError as exc:
-            error = self._error(f"unreadable response: {exc}", False)
+            error = self._error(f"unreadable response: {_short(str(exc))}", False)
+        except Exception as exc:  # empty or garbage body, nesting too deep for the JSON parser, ...
+            error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
         if error is not None:
             # Raised outside the except block so the client's exception (which holds the
             # request, headers included) is not even reachable through __context__.
             raise error
         latency = time.perf_counter() - start
-        return self._parse(resp, latency, first_id)
+        try:
+            return self._parse(resp, latency, first_id)
+        except (MalformedReply, ProviderError):
+            raise
+        except Exception as exc:  # a body of an unexpected shape
+            error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
+        raise error
 
-    def _error(self, cause: str, transient: bool) -> ProviderError:
-        if self._secret:
-            cause = cause.replace(self._secret, "***")  # servers sometimes echo the key back
-        return ProviderError(self.endpoint, cause, transient=transient)
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text  # servers sometimes echo the key
+
+    def _error(self, cause: str, transient: bool, retry_after: float | None = None) -> ProviderError:
+        return ProviderError(self.endpoint, self._redact(cause), transient=transient, retry_after=retry_after)
 
     def _parse(self, resp: Any, latency: float, first_id: int) -> Reply:
         choices = getattr(resp, "choices", None)
@@ -208,13 +256,21 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _short(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def _status_message(exc: "openai.APIStatusError") -> str:
-    body = exc.body
-    msg: Any = None
-    if isinstance(body, dict):
-        msg = body.get("message") or body.get("error")
-        if isinstance(msg, dict):
-            msg = msg.get("message")
-    if not msg:
-        msg = exc.message or exc.response.reason_phrase
-    return " ".join(str(msg).split())[:300]
+    try:
+        body = exc.body
+        msg: Any = None
+        if isinstance(body, dict):
+            msg = body.get("message") or body.get("error")
+            if isinstance(msg, dict):
+                msg = msg.get("message")
+        if not msg or not isinstance(msg, (str, int, float)):
+            msg = exc.message or exc.response.reason_phrase
+        return " ".join(str(msg).split())[:300]
+    except Exception:  # an error body too odd to read (e.g. nested beyond the recursion limit)
+        return str(getattr(exc.response, "reason_phrase", "") or "error")

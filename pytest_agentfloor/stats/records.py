@@ -22,6 +22,7 @@ OBLIGATIONS: tuple[str, ...] = ("A", "S", "P", "Q", "E", "X", "G", "B", "C")
 TERMINAL_FLAGS: tuple[str, ...] = (
     "truncation",
     "budget",
+    "context_limit",
     "turn_limit",
     "infeasible",
     "wrong_conclusion",
@@ -174,7 +175,10 @@ def build_table(records: Iterable[Mapping[str, Any]]) -> RunTable:
     instance_names, instance = _codes([str(v) for v in col["instance"]])
     run_values, run = _codes([int(v) for v in col["run"]])
     passed = np.fromiter((bool(v) for v in col["passed"]), dtype=bool, count=len(recs))
-    infra = np.fromiter((bool(v) for v in col["infra_error"]), dtype=bool, count=len(recs))
+    # a run cut by the context window measured the setup, not the model: excluded from scoring like
+    # an infra error (and counted with them), never a model failure
+    infra = np.fromiter((bool(v) or f == "context_limit" for v, f in zip(col["infra_error"], col["terminal_flag"])),
+                        dtype=bool, count=len(recs))
     fm_labels, fm, w1 = _category(col["failure_mode"], FAILURE_MODES, "failure_mode")
     fu_labels, fu, w2 = _category(col["first_unmet"], OBLIGATIONS, "first_unmet")
     tf_labels, tf, w3 = _category(col["terminal_flag"], TERMINAL_FLAGS, "terminal_flag")
