@@ -251,6 +251,11 @@ def call_within(fn: Callable[[], T], seconds: float, *, on_expire: Callable[[], 
     return box["value"]
 
 
+def seconds_text(seconds: float) -> str:
+    """0.98 -> "1", 0.5 -> "0.5", 30 -> "30": a bound as a user set it, not to the microsecond."""
+    return f"{seconds:.1f}".rstrip("0").rstrip(".")
+
+
 def request_bound(timeout_s: float) -> float:
     """This request's hard bound: the model's timeout, or less if the episode ends sooner."""
     left = time_left()

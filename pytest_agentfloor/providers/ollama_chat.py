@@ -25,8 +25,8 @@ import pydantic
 from ..config import redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
 from .base import (ContextLimitError, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback, parse_retry_after,
-                   request_bound, with_retries)
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
+                   parse_retry_after, request_bound, seconds_text, with_retries)
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -219,7 +219,7 @@ class OllamaProvider:
         try:
             resp = call_within(lambda: client.chat(**request), bound, on_expire=self._abandon_client)
         except RequestExpired:
-            error = self._error(f"timed out: no complete response within {bound:g}s", True)
+            error = self._error(f"timed out: no complete response within {seconds_text(bound)}s", True)
         except ollama.ResponseError as exc:
             code = exc.status_code
             text = _short(str(exc.error), 300)
@@ -230,7 +230,7 @@ class OllamaProvider:
             else:
                 error = self._error(f"HTTP {code}: {text}", code == 429 or code >= 500, self._retry_after)
         except httpx.TimeoutException:
-            error = self._error(f"timed out after {bound:g}s", True)
+            error = self._error(f"timed out after {seconds_text(bound)}s", True)
         except httpx.RemoteProtocolError:
             error = self._error("connection dropped by the server before a response", True)
         except (httpx.TransportError, ConnectionError) as exc:

@@ -19,8 +19,8 @@ import openai
 
 from ..config import redact_url
 from .base import (ContextLimitError, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback, parse_retry_after,
-                   request_bound, with_retries)
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
+                   parse_retry_after, request_bound, seconds_text, with_retries)
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -150,9 +150,9 @@ class OpenAIProvider:
             resp = call_within(lambda: client.chat.completions.create(**request, timeout=bound), bound,
                                on_expire=self._abandon_client)
         except RequestExpired:
-            error = self._error(f"timed out: no complete response within {bound:g}s", True)
+            error = self._error(f"timed out: no complete response within {seconds_text(bound)}s", True)
         except openai.APITimeoutError:
-            error = self._error(f"timed out after {bound:g}s", True)
+            error = self._error(f"timed out after {seconds_text(bound)}s", True)
         except openai.APIConnectionError as exc:
             error = self._error(_connection_cause(exc), True)
         except openai.APIStatusError as exc:
