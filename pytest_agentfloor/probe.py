@@ -144,6 +144,19 @@ def classify(reply: Reply | None, error: BaseException | None = None, *,
     return ProbeResult("no_tools", f"plain text without a tool call{cut}: {_short(text)!r}", lat)
 
 
+def context_window(provider: Provider) -> tuple[int | None, str]:
+    """The provider's context window in force (tokens, or None when the server decides) and where it came from.
+
+    Read after the probe request, when an Ollama provider has sized its num_ctx.
+    """
+    window = getattr(provider, "context_window", None)
+    source = getattr(provider, "context_source", "")
+    window = window if isinstance(window, int) and not isinstance(window, bool) else None
+    if window is None:
+        return None, "context window set by the server"
+    return window, f"context window {window} tokens" + (f" ({source})" if source else "")
+
+
 def probe(provider: Provider) -> ProbeResult:
     """Send the probe request once and classify the outcome; never raises.
 

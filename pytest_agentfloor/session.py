@@ -69,6 +69,7 @@ class AgentFloorSession:
         self.report_error: str | None = None
         self.published: tuple[bool, str | None] | None = None
         self.lock: ReportDirLock | None = None
+        self.contexts: dict[str, tuple[int | None, str]] = {}  # model -> context window from the probe
         if settings.resume:
             self.previous, self.problems = completed_records(resume_source(settings.report_dir))
             settings.resume_keys = set(self.previous)
@@ -134,18 +135,22 @@ class AgentFloorSession:
             self._probe_models()
 
     def _probe_models(self) -> None:
-        from .probe import probe
+        from .probe import context_window, probe
 
         st = self.settings
         for model in st.selected:
             if model.provider == "scripted":
                 continue
-            result = probe(st.provider(model))
+            provider = st.provider(model)
+            result = probe(provider)
             st.probes[model.name] = (result.classification, result.detail)
+            self.contexts[model.name] = context_window(provider)
         if st.probes:
             out = st.session_dir or st.report_dir
             out.mkdir(parents=True, exist_ok=True)
-            data = {k: {"classification": c, "detail": d} for k, (c, d) in sorted(st.probes.items())}
+            data = {k: {"classification": c, "detail": d,
+                        "context_window": self.contexts.get(k, (None, ""))[0],
+                        "context": self.contexts.get(k, (None, ""))[1]} for k, (c, d) in sorted(st.probes.items())}
             (out / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def all_records(self) -> list[dict[str, Any]]:
@@ -318,6 +323,8 @@ class AgentFloorSession:
         for name, (cls, detail) in sorted(self.settings.probes.items()):
             tr.write_line(f"agentfloor: probe {name}: {cls}" + ("" if cls == "tool_capable" else f" ({detail})"),
                           green=cls == "tool_capable", yellow=cls in ("text_leaked", "no_tools"), red=cls == "error")
+            if name in self.contexts:  # right under the tool-calling class it was measured with
+                tr.write_line(f"agentfloor: probe {name}: {self.contexts[name][1]}")
         for (model, cls, detail), n in sorted(self.probe_skips.items()):
             tr.write_line(f"agentfloor: WARNING {n} item(s) of model {model} skipped: the probe classed it "
                           f"{cls} ({detail}); --run-non-capable runs them", yellow=True, bold=True)

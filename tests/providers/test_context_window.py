@@ -219,3 +219,35 @@ def test_context_limit_through_the_plugin(pytester: pytest.Pytester, server: Fak
     assert rec["failure_mode"] is None and not rec["infra_error"] and not rec["passed"]
     assert rec["trajectory"]["context_window"] == 2048
     assert server.requests[0]["options"]["num_ctx"] == 2048
+
+
+def test_the_probe_reports_the_context_window_in_force(pytester: pytest.Pytester, server: FakeModelServer) -> None:
+    shutil.copytree(REPO / "cases" / "tier_A", pytester.path / "cases" / "tier_A")
+    pytester.makefile(".toml", models=f"""
+        [models.auto-ollama]
+        provider = "ollama"
+        model = "tiny-tools"
+        base_url = "{server.url}"
+        max_tokens = 512
+        timeout_s = 5
+
+        [models.fixed-openai]
+        provider = "openai"
+        model = "tiny-tools"
+        base_url = "{server.openai_url}"
+        timeout_s = 5
+    """)
+    server.context_length = 40960
+    server.responder = lambda body: reply(tool_calls=[("lookup_record", {"record_id": "CUS-4417"})])
+    result = pytester.runpytest("cases/tier_A/A1.toml", "--model", "auto-ollama,fixed-openai", "--variants", "v0",
+                                "--instances", "i0")
+    # 1536 + 10 x 384 + 512 = 5888 -> 6144, under the 32768 bound and the model's 40960
+    result.stdout.fnmatch_lines([
+        "*probe auto-ollama: tool_capable · context window 6144 tokens (sized for 10-turn episodes, "
+        "bound 32768, model maximum 40960)*",
+        "*probe fixed-openai: tool_capable · context window set by the server*",
+    ])
+    data = json.loads((pytester.path / "reports" / "probe.json").read_text())
+    assert data["auto-ollama"]["context_window"] == 6144 and data["fixed-openai"]["context_window"] is None
+    recs = [json.loads(x) for x in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
+    assert {r["model"]: r["trajectory"]["context_window"] for r in recs} == {"auto-ollama": 6144, "fixed-openai": None}
