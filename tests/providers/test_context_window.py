@@ -251,3 +251,18 @@ def test_the_probe_reports_the_context_window_in_force(pytester: pytest.Pytester
     assert data["auto-ollama"]["context_window"] == 6144 and data["fixed-openai"]["context_window"] is None
     recs = [json.loads(x) for x in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
     assert {r["model"]: r["trajectory"]["context_window"] for r in recs} == {"auto-ollama": 6144, "fixed-openai": None}
+
+
+def test_an_embedded_slot_too_small_stops_the_session_before_anything_runs(pytester: pytest.Pytester) -> None:
+    shutil.copytree(REPO / "cases" / "tier_A", pytester.path / "cases" / "tier_A")
+    pytester.makefile(".toml", models="""
+        [models.tiny-local]
+        provider = "local"
+        context_window = 2048
+    """)
+    result = pytester.runpytest("cases/tier_A/A1.toml", "--model", "tiny-local", "--variants", "v0",
+                                "--instances", "i0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*local model server: models.tiny-local: a context of 2048 tokens per slot "
+                                 "cannot hold a 10-turn ladder episode with max_tokens = 1024 (needs 7168)*"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
