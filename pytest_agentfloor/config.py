@@ -87,6 +87,11 @@ class ModelConfig(BaseModel):
             raise ValueError(f"provider {self.provider!r} needs 'model' (the served model id)")
         return self
 
+    def __repr_args__(self) -> Any:
+        """A repr (tracebacks with locals, debug output) never shows a password in base_url."""
+        for key, value in super().__repr_args__():
+            yield key, (redact_url(value) if key == "base_url" and isinstance(value, str) else value)
+
     def public(self) -> dict[str, Any]:
         """Everything but secrets; base URLs lose any credentials they embed."""
         data = self.model_dump(mode="json")

@@ -231,3 +231,10 @@ def test_retry_after_beyond_the_cap_is_not_waited_for(server: FakeModelServer, w
     with pytest.raises(ProviderError, match=r"Retry-After 86400s is over the 60s cap") as info:
         make(wire, server, retries=3).complete(USER, [], case=None)
     assert sleeps == [] and len(server.requests) == 1 and info.value.transient
+
+
+def test_a_model_configuration_never_shows_its_password() -> None:
+    cfg = ModelConfig(name="m", provider="openai", model="x", base_url=f"http://u:{PASSWORD}@h:1/v1")
+    for text in (repr(cfg), str(cfg), json.dumps(cfg.public()), f"{cfg!r:>10}"):
+        assert PASSWORD not in text
+    assert cfg.base_url.endswith("@h:1/v1")  # the real value stays usable by the client
