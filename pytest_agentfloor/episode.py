@@ -92,7 +92,7 @@ def run_episode(
             termination, traj.error = "context_limit", str(exc)
             break
         except ProviderError as exc:
-            if clock() - start > timeout_s:  # the request was cut by the episode's deadline
+            if exc.out_of_time or clock() - start > timeout_s:  # the episode's deadline ended it
                 termination, traj.error = "timeout", f"episode exceeded {timeout_s:g}s ({exc})"
             else:
                 termination, traj.error = "provider_error", str(exc)

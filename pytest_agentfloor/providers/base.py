@@ -71,6 +71,7 @@ class ProviderError(Exception):
         self.cause = redact_text(cause)
         self.transient = transient
         self.retry_after = retry_after
+        self.out_of_time = False  # set when the episode's deadline, not the endpoint, ended the attempts
         super().__init__(f"{self.endpoint}: {self.cause}")
 
     def annotated(self, note: str) -> "ProviderError":
@@ -188,7 +189,9 @@ def with_retries(fn: Callable[[], T], *, retries: int, endpoint: str,
                     why = (f"; Retry-After {exc.retry_after:g}s is over the {RETRY_AFTER_CAP_S:g}s cap" if capped
                            else "; no time left in the episode for another attempt")
                 if attempt or why:
-                    raise exc.annotated(f"after {attempt + 1} attempts{why}") from None
+                    err = exc.annotated(f"after {attempt + 1} attempts{why}")
+                    err.out_of_time = exc.out_of_time or (too_late and not capped)
+                    raise err from None
                 raise
             sleep(delay)
             attempt += 1

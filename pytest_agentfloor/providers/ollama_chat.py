@@ -212,14 +212,16 @@ class OllamaProvider:
         start = time.perf_counter()
         bound = request_bound(self.config.timeout_s)
         if bound <= 0:
-            raise self._error("no time left in the episode for a request", False)
+            error = self._error("no time left in the episode for a request", False)
+            error.out_of_time = True
+            raise error
         error: Exception | None = None
         client = self._client
         self._retry_after = None
         try:
             resp = call_within(lambda: client.chat(**request), bound, on_expire=self._abandon_client)
         except RequestExpired:
-            error = self._error(f"timed out: no complete response within {seconds_text(bound)}s", True)
+            error = self._error(f"timed out after {seconds_text(bound)}s without a complete response", True)
         except ollama.ResponseError as exc:
             code = exc.status_code
             text = _short(str(exc.error), 300)

@@ -243,9 +243,11 @@ def test_the_probe_reports_the_context_window_in_force(pytester: pytest.Pytester
                                 "--instances", "i0")
     # 1536 + 10 x 384 + 512 = 5888 -> 6144, under the 32768 bound and the model's 40960
     result.stdout.fnmatch_lines([
-        "*probe auto-ollama: tool_capable · context window 6144 tokens (sized for 10-turn episodes, "
-        "bound 32768, model maximum 40960)*",
-        "*probe fixed-openai: tool_capable · context window set by the server*",
+        "agentfloor: probe auto-ollama: tool_capable",
+        "agentfloor: probe auto-ollama: context window 6144 tokens (sized for 10-turn episodes, "
+        "bound 32768, model maximum 40960)",
+        "agentfloor: probe fixed-openai: tool_capable",
+        "agentfloor: probe fixed-openai: context window set by the server",
     ])
     data = json.loads((pytester.path / "reports" / "probe.json").read_text())
     assert data["auto-ollama"]["context_window"] == 6144 and data["fixed-openai"]["context_window"] is None

