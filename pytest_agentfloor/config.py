@@ -96,7 +96,7 @@ class ModelConfig(BaseModel):
         """Everything but secrets; base URLs lose any credentials they embed."""
         data = self.model_dump(mode="json")
         if data.get("base_url"):
-            data["base_url"] = strip_credentials(data["base_url"])
+            data["base_url"] = redact_url(data["base_url"])
         return data
 
 

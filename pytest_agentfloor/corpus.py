@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import ModelConfig, strip_credentials
+from .config import ModelConfig, redact_url
 from .providers.base import Provider, ProviderError, Reply, ToolCallOut
 from .results import MAX_LINE_NOTES, OPTIONAL_PROPERTY_FIELDS, PROPERTY_FIELDS, RunLog, _line_problem, read_records
 
@@ -34,7 +34,7 @@ def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list
         "turn": sum(1 for m in messages if m.get("role") == "assistant"),
         "provider": config.provider,
         "model": config.model or config.policy,
-        "base_url": strip_credentials(config.base_url) if config.base_url else None,
+        "base_url": redact_url(config.base_url) if config.base_url else None,
         "sampling": [config.temperature, config.seed, config.max_tokens, config.think, config.system_prompt]
         + ([config.reasoning_effort] if config.reasoning_effort is not None else []),  # old keys stay valid
         "messages": messages,
