@@ -9,12 +9,20 @@ were added, or it reaches the window. Both are checked on every turn (`prompt_cu
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .protocol import Protocol
+
 #: what one episode needs besides its turns: system prompt, the full tool menu, the task prompt
 CONTEXT_BASE_TOKENS = 1536
 #: per model turn: a tool call, its arguments and the sandbox's result
 CONTEXT_TURN_TOKENS = 384
 #: the longest turn budget of the ladder (tier E)
 LADDER_MAX_TURNS = 10
+#: the largest call limit of the ladder's cases (a test checks it against cases/)
+LADDER_MAX_CALL_LIMIT = 18
 #: the default upper bound of an automatically sized Ollama context (server memory grows with it)
 DEFAULT_CONTEXT_MAX = 32768
 #: a prompt count that falls below this share of the previous one is a cache report, not a cut
@@ -30,6 +38,19 @@ def context_need(turns: int, max_tokens: int) -> int:
     """
     need = CONTEXT_BASE_TOKENS + max(0, turns) * CONTEXT_TURN_TOKENS + max_tokens
     return -(-need // 1024) * 1024
+
+
+def session_turns(protocol: "Protocol | None") -> int:
+    """The longest episode of the ladder, in model turns, under `protocol` (None: the tier budgets).
+
+    One number per session, so every request (and every xdist worker) sends the same window and
+    Ollama never reloads the model between them.
+    """
+    if protocol is None:
+        return LADDER_MAX_TURNS
+    if protocol.turn_limit == "calls+2":
+        return LADDER_MAX_CALL_LIMIT + 2
+    return max(1, math.ceil(LADDER_MAX_TURNS * protocol.step_budget_scale))
 
 
 def prompt_cut(tokens_in: int, previous_in: int | None, window: int | None, *,

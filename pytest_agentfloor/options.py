@@ -77,7 +77,9 @@ class Settings:
             if self.replay:
                 self.providers[config.name] = ReplayProvider(config, self.cassettes)  # type: ignore[arg-type]
             else:
-                live = make_provider(config)
+                from .context import session_turns
+
+                live = make_provider(config, turns=session_turns(self.protocol))
                 self.providers[config.name] = RecordingProvider(live, self.cassettes) if self.record else live  # type: ignore[arg-type]
         return self.providers[config.name]
 

@@ -128,7 +128,9 @@ class AgentFloorSession:
             from .local.session import start_local_servers
 
             try:
-                st.local_servers = start_local_servers(st.selected, st.report_dir)
+                from .context import session_turns
+
+                st.local_servers = start_local_servers(st.selected, st.report_dir, turns=session_turns(st.protocol))
             except (ModelFileError, LocalServerError) as exc:
                 raise pytest.UsageError(f"local model server: {exc}") from None
         if st.probe and not st.replay:

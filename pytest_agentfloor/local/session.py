@@ -40,17 +40,21 @@ def slot_context(spec: ModelSpec, configs: Iterable["ModelConfig"] = (), *,
                  turns: int = LADDER_MAX_TURNS) -> int:
     """Tokens of context per parallel slot for the configurations served by one server.
 
-    It is the largest `context_window` they set (else the model's default), and it must hold
-    the longest ladder episode with the largest completion cap among them (`context_need`):
-    a smaller window is a start-up error naming the field to change, not a run of cut prompts.
+    Unset, it is the model's default or, if more, what the longest episode of the session needs
+    with the largest completion cap among them (`context_need`). Set (`context_window`, the
+    largest among them), it must hold that episode: a smaller window is a start-up error naming
+    the field to change, not a run of cut prompts.
     """
     configs = list(configs)
-    per_slot = max([c.context_window for c in configs if c.context_window] or [spec.ctx_size])
+    explicit = [c.context_window for c in configs if c.context_window]
+    if not explicit:
+        return max([spec.ctx_size] + [context_need(turns, c.max_tokens) for c in configs])
+    per_slot = max(explicit)
     for c in configs:
         need = context_need(turns, c.max_tokens)
         if per_slot < need:
             raise LocalServerError(
-                f"models.{c.name}: a context of {per_slot} tokens per slot cannot hold a {turns}-turn ladder "
+                f"models.{c.name}: a context of {per_slot} tokens per slot cannot hold a {turns}-turn "
                 f"episode with max_tokens = {c.max_tokens} (needs {need}); raise context_window to at least "
                 f"{need} or lower max_tokens")
     return per_slot
@@ -72,7 +76,7 @@ def server_for(spec: ModelSpec, *, log_path: Path, parallel: int = 1, startup_ti
 
 
 def start_local_servers(models: Iterable["ModelConfig"], report_dir: Path, *, parallel: int = 1,
-                        startup_timeout: float = 120.0,
+                        startup_timeout: float = 120.0, turns: int = LADDER_MAX_TURNS,
                         env: MutableMapping[str, str] = os.environ) -> dict[str, LocalServer]:
     """Start what `needs_server` names; returns {config name: server} (configs of one model share one)."""
     pending = needs_server(models, env)
@@ -84,7 +88,7 @@ def start_local_servers(models: Iterable["ModelConfig"], report_dir: Path, *, pa
     try:
         for key, configs in by_spec.items():
             log = report_dir / (LOG_NAME if len(by_spec) == 1 else f"local-server-{key}.log")
-            per_slot = slot_context(spec_for(key), configs)  # checked before weights or binary are touched
+            per_slot = slot_context(spec_for(key), configs, turns=turns)  # checked before weights or binary are touched
             server = server_for(spec_for(key), log_path=log, parallel=parallel, startup_timeout=startup_timeout,
                                 ctx_per_slot=per_slot)
             server.start()

@@ -288,12 +288,19 @@ _REGISTRY: dict[str, str] = {
 }
 
 
-def make_provider(config: "ModelConfig") -> Provider:
-    """Import the provider's module only when a configuration uses it."""
+def make_provider(config: "ModelConfig", *, turns: int | None = None) -> Provider:
+    """Import the provider's module only when a configuration uses it.
+
+    `turns`: the session's longest episode in model turns (`context.session_turns`), for
+    providers that size a context window (`episode_turns`).
+    """
     import importlib
 
     target = _REGISTRY.get(config.provider)
     if target is None:
         raise NotImplementedError(f"provider {config.provider!r} is not available yet")
     module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)(config)
+    provider = getattr(importlib.import_module(module), cls)(config)
+    if turns and hasattr(provider, "episode_turns"):
+        provider.episode_turns = turns
+    return provider

@@ -55,16 +55,26 @@ class LocalProvider(OpenAIProvider):
         if not config.model:
             update["model"] = spec_for("").key
         super().__init__(config.model_copy(update=update))
-        if config.base_url is None:  # our own server: its per-slot context is known
-            try:
-                per_slot = config.context_window or spec_for(config.model).ctx_size
-            except Exception:  # an unknown model name fails later, with its own message
-                per_slot = config.context_window
-            self.context_window = per_slot
+        self._own_server = config.base_url is None
+        if self._own_server:
             self.context_source = ("models.toml context_window (per slot)" if config.context_window
                                    else "the embedded server's per-slot context")
         self.context_hint = (f"raise context_window of models.{config.name} in models.toml (the embedded "
                              "server's context per parallel slot)" if config.base_url is None else self.context_hint)
+
+    @property
+    def context_window(self) -> int | None:
+        """Our own server's context per slot (as `local.session.slot_context` sizes it), else models.toml's."""
+        cfg = self.local_config
+        if not self._own_server or cfg.context_window:
+            return cfg.context_window
+        from ..context import context_need
+        from ..local.model_files import spec_for
+
+        try:
+            return max(spec_for(cfg.model).ctx_size, context_need(self.episode_turns, cfg.max_tokens))
+        except Exception:  # an unknown model name fails at start-up, with its own message
+            return None
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: Any = None) -> Reply:

@@ -115,7 +115,8 @@ class OllamaProvider:
         self.context_source = "models.toml context_window" if config.context_window else "not yet sized"
         self._model_max: int | None = None
         self._asked = False
-        self._turns = LADDER_MAX_TURNS
+        #: the session's longest episode in model turns (set by make_provider from the protocol)
+        self.episode_turns = LADDER_MAX_TURNS
         self.context_hint = (f"raise context_window of models.{config.name} in models.toml (sent to Ollama as "
                              f"options.num_ctx)" + ("" if config.context_window else
                                                     " or its context_window_max"))
@@ -155,14 +156,13 @@ class OllamaProvider:
         cfg = self.config
         if cfg.context_window:
             return cfg.context_window
-        if case is not None and getattr(case, "turn_budget", 0) > self._turns:
-            self._turns = case.turn_budget  # a longer custom case: grow once, never shrink (a reload)
+        # one value for the whole session (never per case): a different num_ctx reloads the model
         bound = cfg.context_window_max or DEFAULT_CONTEXT_MAX
         if not self._asked:
             self._asked = True
             self._model_max = self._ask_model_max()
-        value = min(context_need(self._turns, cfg.max_tokens), bound)
-        source = f"sized for {self._turns}-turn episodes, bound {bound}"
+        value = min(context_need(self.episode_turns, cfg.max_tokens), bound)
+        source = f"sized for {self.episode_turns}-turn episodes, bound {bound}"
         if self._model_max:
             if self._model_max < value:
                 value, source = self._model_max, f"the model's maximum from /api/show (episodes want more)"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from ..config import redact_url
+from ..context import LADDER_MAX_TURNS
 from .base import (ContextLimitError, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
@@ -85,14 +86,18 @@ class OpenAIProvider:
         self.endpoint = redact_url(self.base_url)
         self._cap_field = "max_completion_tokens" if self.endpoint.startswith(DEFAULT_BASE_URL) else "max_tokens"
         self._secret = read_api_key(config.api_key_env, self.endpoint)
-        #: the context window in force, when known (models.toml); the server decides otherwise
-        self.context_window: int | None = config.context_window
+        self.episode_turns = LADDER_MAX_TURNS  # the session's longest episode (set by make_provider)
         self.context_source = "models.toml context_window" if config.context_window else "set by the server"
         self.context_hint = (f"the prompt does not fit the server's context window: raise it on the server "
                              f"(llama-server --ctx-size, vLLM --max-model-len) and set context_window of "
                              f"models.{config.name} in models.toml to match")
         self.direct = is_loopback(self.base_url)
         self._client = self._make_client()
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window in force, when known (models.toml); the server decides otherwise."""
+        return self.config.context_window
 
     def _make_client(self) -> "openai.OpenAI":
         # trust_env=False for loopback: no proxy from the environment for a server on this machine

@@ -14,7 +14,9 @@ from typing import Any, Iterator
 import pytest
 
 from pytest_agentfloor.config import ModelConfig
-from pytest_agentfloor.context import context_need, prompt_cut
+from pytest_agentfloor.context import (LADDER_MAX_CALL_LIMIT, LADDER_MAX_TURNS, context_need, prompt_cut,
+                                       session_turns)
+from pytest_agentfloor.protocol import PROTOCOLS, resolve_protocol
 from pytest_agentfloor.episode import run_episode
 from pytest_agentfloor.grading import grade
 from pytest_agentfloor.grading.failure import terminal_flag
@@ -96,7 +98,7 @@ def test_num_ctx_sized_from_api_show_and_bounded(server: FakeModelServer, case_e
     server.responder = growing(100, 900)
     provider = ollama(server, max_tokens=1024)
     traj = run_episode(case_e1, provider, model="m")
-    # 10-turn ladder episode with a 1024-token cap: 7168, under the default bound and the model's maximum
+    # 10-turn episode (agentfloor protocol) with a 1024-token cap: 7168, under the default bound and the model's maximum
     assert {r["options"]["num_ctx"] for r in server.requests} == {7168}
     assert server.show_requests == 1  # asked once per provider, not per request
     assert traj.context_window == 7168 and "131072" in provider.context_source
@@ -186,15 +188,43 @@ def test_slot_context_fits_the_longest_ladder_episode() -> None:
     assert slot_context(QWEN_05B, [local]) == 8192  # 7168 needed with the default 1024-token cap
     big = ModelConfig(name="qwen", provider="local", max_tokens=2048, context_window=12288)
     assert slot_context(QWEN_05B, [local, big]) == 12288
+    greedy = ModelConfig(name="q2", provider="local", max_tokens=4096)  # unset: sized up, not refused
+    assert slot_context(QWEN_05B, [greedy]) == 10240  # 1536 + 3840 + 4096 = 9472 -> 10 x 1024
+    assert slot_context(QWEN_05B, [local], turns=20) == 10240  # tbb: 1536 + 7680 + 1024
 
 
 def test_a_slot_too_small_is_a_clear_start_up_error() -> None:
     small = ModelConfig(name="qwen", provider="local", context_window=4096)
     with pytest.raises(LocalServerError, match=r"models\.qwen: .*4096 tokens per slot.*needs 7168.*context_window"):
         slot_context(QWEN_05B, [small])
-    greedy = ModelConfig(name="q2", provider="local", max_tokens=4096)
+    set_but_short = ModelConfig(name="q2", provider="local", max_tokens=4096, context_window=8192)
     with pytest.raises(LocalServerError, match=r"max_tokens = 4096 \(needs 10240\)"):
-        slot_context(QWEN_05B, [greedy])
+        slot_context(QWEN_05B, [set_but_short])
+
+
+def test_session_turns_follow_the_protocol() -> None:
+    assert session_turns(None) == 10 == session_turns(PROTOCOLS["agentfloor"]) == session_turns(PROTOCOLS["legacy"])
+    assert session_turns(PROTOCOLS["tbb"]) == LADDER_MAX_CALL_LIMIT + 2 == 20
+    assert session_turns(resolve_protocol("agentfloor", step_budget_scale=1.5)) == 15
+
+
+def test_the_ladder_constants_match_the_cases() -> None:
+    limits, budgets = [], []
+    for path in sorted((REPO / "cases").glob("tier_*/*.toml")):
+        case, digest = load_case(path)
+        rc = resolve(case, "v0", "i0", digest)
+        limits.append(rc.call_limit)
+        budgets.append(rc.turn_budget)
+    assert max(limits) == LADDER_MAX_CALL_LIMIT and max(budgets) == LADDER_MAX_TURNS
+
+
+def test_ollama_sizes_for_the_sessions_protocol(server: FakeModelServer) -> None:
+    from pytest_agentfloor.providers.base import make_provider
+
+    p = make_provider(ModelConfig(name="m", provider="ollama", model="x", base_url=server.url, retries=0),
+                      turns=session_turns(PROTOCOLS["tbb"]))
+    p.complete([{"role": "user", "content": "hi"}], [], case=None)
+    assert server.requests[-1]["options"]["num_ctx"] == 10240
 
 
 # -- through the plugin: error, record, flag, counted apart ---------------------------------------
@@ -266,5 +296,5 @@ def test_an_embedded_slot_too_small_stops_the_session_before_anything_runs(pytes
                                 "--instances", "i0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*local model server: models.tiny-local: a context of 2048 tokens per slot "
-                                 "cannot hold a 10-turn ladder episode with max_tokens = 1024 (needs 7168)*"])
+                                 "cannot hold a 10-turn episode with max_tokens = 1024 (needs 7168)*"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
