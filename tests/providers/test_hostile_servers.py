@@ -4,6 +4,7 @@ trickled replies, Retry-After. Both providers, over real HTTP to the loopback fa
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -168,7 +169,9 @@ def test_the_episode_timeout_bounds_a_request_in_flight(server: FakeModelServer,
     server.responder = lambda _: trickle(0.3, 2, reply(content="x" * 200))
     traj = run_episode(case_b1, make(wire, server, timeout_s=30.0, retries=3), model="m", timeout_s=1.0)
     assert traj.termination == "timeout"
-    assert traj.error.startswith("episode exceeded 1s") and "timed out after 1s" in traj.error
+    assert traj.error.startswith("episode exceeded 1s")
+    # the request got what was left of the episode's second (less, on a loaded machine)
+    assert re.search(r"timed out after (0\.\d|1)s", traj.error), traj.error
     assert len(server.requests) == 1  # no retry is started after the episode's deadline
 
 
