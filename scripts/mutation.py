@@ -1,0 +1,133 @@
+"""Mutation testing, one module at a time, with the tests that target it (mutmut 3).
+
+    python scripts/mutation.py                 # every module in MODULES, one after another
+    python scripts/mutation.py results stats   # only these modules
+    python scripts/mutation.py --list          # the modules and their tests
+
+Each module runs in its own copy of the repository (under --work, default
+$TMPDIR/agentfloor-mutation/<module>) so that runs never touch the checkout and their configs
+never mix. mutmut's own settings are in pyproject.toml [tool.mutmut]; this script adds only
+which files to mutate and which tests to run. At the end it prints the mutation score per
+module (killed + timeout over tested mutants, mutmut's definition) and the surviving mutants;
+`cd <work>/<module> && mutmut show NAME` shows a survivor's diff.
+
+Not part of the default test run: a module takes minutes to an hour on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: module -> (files to mutate, tests that target it). Tests that reach the module only through a
+#: pytest subprocess are left out: mutmut cannot tell which mutants they cover.
+MODULES: dict[str, tuple[list[str], list[str]]] = {
+    "grading": (["pytest_agentfloor/grading/*"], ["tests/test_grading.py", "tests/test_ladder_audit.py",
+                                                 "tests/test_cascade.py"]),
+    "episode": (["pytest_agentfloor/episode.py"], ["tests/test_episode.py", "tests/test_grading.py"]),
+    "corpus": (["pytest_agentfloor/corpus.py"], ["tests/test_resume_keys.py", "tests/test_corpus.py"]),
+    "results": (["pytest_agentfloor/results.py"], ["tests/test_records.py"]),
+    "config": (["pytest_agentfloor/config.py"], ["tests/test_config.py", "tests/test_records.py"]),
+    "stats": (["pytest_agentfloor/stats/*"], ["tests/stats"]),
+}
+
+
+def _copy_repo(work: Path) -> None:
+    """The checkout's tracked and new files, as they are on disk (uncommitted edits included)."""
+    if work.exists():
+        shutil.rmtree(work)
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = REPO / rel
+        if src.is_file():
+            dst = work / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+
+
+def _configure(work: Path, mutate: list[str], tests: list[str]) -> None:
+    pyproject = work / "pyproject.toml"
+    text = pyproject.read_text()
+    tests = [t for t in tests if (work / t).exists()]
+    extra = (f"only_mutate = {json.dumps(mutate)}\n"
+             f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n")
+    marker = "[tool.mutmut]\n"
+    if marker not in text:
+        raise SystemExit("pyproject.toml has no [tool.mutmut] section")
+    pyproject.write_text(text.replace(marker, marker + extra, 1))
+
+
+def run_module(name: str, root: Path, children: int) -> dict:
+    mutate, tests = MODULES[name]
+    work = root / name
+    _copy_repo(work)
+    _configure(work, mutate, tests)
+    env = {**os.environ, "PYTHONPATH": str(work / "mutants")}  # pytest subprocesses see the mutants too
+    env.pop("PYTEST_ADDOPTS", None)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
+                          cwd=work, env=env, capture_output=True, text=True)
+    took = time.monotonic() - start
+    (work / "mutmut-run.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        return {"module": name, "error": f"mutmut run exited {proc.returncode}; see {work / 'mutmut-run.log'}",
+                "seconds": round(took)}
+    subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=work, env=env,
+                   check=True, capture_output=True)
+    stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=work, env=env,
+                             capture_output=True, text=True).stdout
+    survivors = [line.split(":")[0].strip() for line in listing.splitlines() if line.strip().endswith("survived")]
+    tested = stats["total"] - stats.get("skipped", 0) - stats.get("not_checked", 0)
+    caught = stats["killed"] + stats.get("timeout", 0)
+    return {"module": name, "mutants": stats["total"], "tested": tested, "killed": caught,
+            "survived": stats["survived"], "no_tests": stats.get("no_tests", 0),
+            "score": round(100 * caught / tested, 1) if tested else None,
+            "seconds": round(took), "survivors": survivors, "work": str(work)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help=f"modules to run (default: all): {', '.join(MODULES)}")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "agentfloor-mutation")
+    parser.add_argument("--children", type=int, default=1, help="parallel mutants (default 1: a shared machine)")
+    parser.add_argument("--json", type=Path, help="also write the per-module figures here")
+    parser.add_argument("--list", action="store_true", help="print the modules and their tests, run nothing")
+    args = parser.parse_args(argv)
+    names = args.modules or list(MODULES)
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        parser.error(f"unknown module {', '.join(unknown)}; valid: {', '.join(MODULES)}")
+    if args.list:
+        for n in names:
+            print(f"{n}: mutate {' '.join(MODULES[n][0])}; tests {' '.join(MODULES[n][1])}")
+        return 0
+    results = []
+    for n in names:
+        print(f"mutation: {n} ...", flush=True)
+        res = run_module(n, args.work, args.children)
+        results.append(res)
+        if "error" in res:
+            print(f"  {res['error']}", flush=True)
+        else:
+            print(f"  {res['killed']}/{res['tested']} killed ({res['score']}%), {res['survived']} survived, "
+                  f"{res['no_tests']} without tests, {res['seconds']} s", flush=True)
+            for s in res["survivors"]:
+                print(f"    survived: {s}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
