@@ -11,7 +11,6 @@ import pytest
 from pytest_agentfloor.stats import (
     SCHEMA_VERSION,
     build_table,
-    holm,
     pareto_front,
     ratio_ci,
 )
@@ -148,17 +147,35 @@ def test_paired_table_path_matches_standalone(records: list[dict], summary) -> N
     assert t.n_unpaired_ref == len(ref_tier) - t.n_pairs
 
 
+def holm_by_definition(pvalues: list[float]) -> list[float]:
+    """Holm (1979) step-down, written from the definition and independent of `holm()`: the i-th
+    smallest of m p-values gets max over j <= i of min(1, (m - j + 1) * p_(j)) (1-based j)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda k: pvalues[k])
+    adjusted = [0.0] * m
+    for i, k in enumerate(order):
+        adjusted[k] = max(min(1.0, (m - j) * pvalues[order[j]]) for j in range(i + 1))
+    return adjusted
+
+
+def test_holm_by_definition_on_a_hand_worked_family() -> None:
+    # sorted 0.005, 0.01, 0.03, 0.04 (m=4): 0.02, 0.03, 0.06, max(0.06, 0.04) = 0.06
+    assert holm_by_definition([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
 def test_holm_families(summary) -> None:
     p = summary.paired
     assert p.available and p.reference == "ref" and "ref" not in p.tests
     tier_tests = [t for m in sorted(p.tests) for s, t in p.tests[m].items() if s != "overall"]
     assert p.family_sizes == {"model_tier": 4 * 3, "model_overall": 4}
     np.testing.assert_allclose([t.p_noninferiority_holm for t in tier_tests],
-                               holm([t.p_noninferiority for t in tier_tests]))
-    np.testing.assert_allclose([t.p_mcnemar_holm for t in tier_tests], holm([t.p_mcnemar for t in tier_tests]))
+                               holm_by_definition([t.p_noninferiority for t in tier_tests]))
+    np.testing.assert_allclose([t.p_mcnemar_holm for t in tier_tests],
+                               holm_by_definition([t.p_mcnemar for t in tier_tests]))
     assert all(t.holm_family == "model_tier" for t in tier_tests)
     over = [p.tests[m]["overall"] for m in sorted(p.tests)]
-    np.testing.assert_allclose([t.p_equivalence_holm for t in over], holm([t.p_equivalence for t in over]))
+    np.testing.assert_allclose([t.p_equivalence_holm for t in over],
+                               holm_by_definition([t.p_equivalence for t in over]))
     for t in tier_tests + over:
         assert t.noninferior_holm == (t.p_noninferiority_holm < 0.05)
         assert not t.noninferior_holm or t.noninferior
