@@ -7,6 +7,12 @@ ones), so they are imported here, before any inner run.
 """
 
 import importlib
+import os
+from typing import Iterator
+
+import pytest
+
+from tests.fakeserver import started_servers
 
 for _name in (
     "numpy", "scipy.stats", "openai", "ollama", "h11", "httpcore",
@@ -18,3 +24,43 @@ for _name in (
         importlib.import_module(_name)
     except ImportError:  # a stack that does not use this module cannot be confused by it either
         pass
+
+
+# -- hermetic runs -------------------------------------------------------------------------------
+#: AGENTFLOOR_TEST_HOSTILE_ENV=1 runs the suite as on a corporate machine with a stray shell
+#: profile: proxies that point nowhere, and the official clients' own variables set to values that
+#: must not be used. Loopback test servers must still be reached directly and the configured
+#: endpoint must win over OPENAI_BASE_URL / OLLAMA_HOST. Set before any test or client runs, so
+#: pytester subprocesses inherit it too.
+HOSTILE_ENV = {
+    "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "ALL_PROXY": "http://127.0.0.1:9",
+    "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "all_proxy": "http://127.0.0.1:9",
+    "OPENAI_API_KEY": "sk-from-the-environment-must-not-be-sent", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    "OPENAI_ORG_ID": "org-from-the-environment", "OPENAI_PROJECT_ID": "proj-from-the-environment",
+    "OLLAMA_HOST": "127.0.0.1:9", "OLLAMA_API_KEY": "ollama-from-the-environment",
+}
+if os.environ.get("AGENTFLOOR_TEST_HOSTILE_ENV", "").strip() == "1":
+    for _key, _value in HOSTILE_ENV.items():
+        os.environ.setdefault(_key, _value)
+
+#: fixtures that start the embedded model; a test using one must carry the realmodel marker
+LOCAL_EXTRA_FIXTURES = frozenset({"qwen_server", "smollm2_server"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = [item.nodeid for item in items
+                if LOCAL_EXTRA_FIXTURES & set(getattr(item, "fixturenames", ()))
+                and item.get_closest_marker("realmodel") is None]
+    if unmarked:
+        raise pytest.UsageError("tests that need the [local] extra must be marked realmodel: " + ", ".join(unmarked))
+
+
+@pytest.fixture(autouse=True)
+def _fake_server_responder_errors() -> Iterator[None]:
+    """A responder that raised turns into a 500 the code under test may well survive: fail the test."""
+    before = {id(s): len(getattr(s, "errors", ())) for s in started_servers()}
+    yield
+    raised = [exc for s in started_servers() for exc in getattr(s, "errors", ())[before.get(id(s), 0):]]
+    if raised:
+        pytest.fail("fake server responder raised: " + "; ".join(f"{type(e).__name__}: {e}" for e in raised),
+                    pytrace=False)

@@ -132,6 +132,14 @@ class Received:
     body: Any  # parsed JSON, or the raw text when it is not JSON
 
 
+#: every server started in this process, so tests/conftest.py can check responder errors after each test
+_STARTED: "list[LoopbackServer]" = []
+
+
+def started_servers() -> "list[LoopbackServer]":
+    return list(_STARTED)
+
+
 class LoopbackServer:
     """A threaded HTTP server on 127.0.0.1:<free port> in a daemon thread, with a queue of scripted
     actions; use as a context manager. Subclasses name their handler class and the attribute under
@@ -172,6 +180,7 @@ class LoopbackServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=self.thread_name, daemon=True)
         self._thread.start()
+        _STARTED.append(self)
         return self
 
     def stop(self) -> None:
