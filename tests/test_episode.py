@@ -57,7 +57,7 @@ def run_b1(bench: pytest.Pytester, server: FakeModelServer, *extra: str) -> dict
     """)
     bench.runpytest("cases/tier_B/B1.toml", "--model", "fake", "--variants", "v0", "--instances", "i0",
                     "--no-probe", *extra)
-    (line,) = (bench.path / "reports" / "runs.jsonl").read_text().splitlines()
+    (line,) = (bench.path / "reports" / "latest" / "runs.jsonl").read_text().splitlines()
     return json.loads(line)
 
 

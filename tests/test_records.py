@@ -132,9 +132,9 @@ def test_record_fields_come_from_case_trajectory_grade_and_config() -> None:
                          pricing={"input_per_mtok": 2.0, "output_per_mtok": 4.0, "hourly_usd": 36.0})
     traj = run_episode(resolved, ScriptedProvider(config), model="priced", run=3)
     for turn in traj.turns:
-        turn.tokens_in, turn.tokens_out = 0, 0
+        turn.tokens_in, turn.tokens_out, turn.busy_s = 0, 0, 0.0
     traj.turns[0].tokens_in, traj.turns[0].tokens_out = 1000, 500
-    traj.wall_s = 10.0
+    traj.turns[0].busy_s = 10.0  # the server's processing time: what hourly pricing charges
     rec = build_record(resolved, traj, grade(resolved, traj), config, "node")
     assert (rec["model"], rec["task"], rec["tier"], rec["variant"], rec["instance"], rec["run"]) == \
            ("priced", "B1", "B", "v1", "i0", 3)
@@ -142,7 +142,7 @@ def test_record_fields_come_from_case_trajectory_grade_and_config() -> None:
     assert rec["first_unmet"] is None and rec["failure_mode"] is None and rec["terminal_flag"] is None
     assert (rec["turns"], rec["calls"]) == (len(traj.turns), len(traj.calls))
     assert (rec["tokens_in"], rec["tokens_out"]) == (1000, 500)
-    # 1000 x 2 / 1e6 + 500 x 4 / 1e6 + 36 $/h x 10 s = 0.002 + 0.002 + 0.1
+    # 1000 x 2 / 1e6 + 500 x 4 / 1e6 + 36 $/h x 10 s busy = 0.002 + 0.002 + 0.1
     assert rec["cost_usd"] == pytest.approx(0.104)
     assert rec["case_hash"] == digest and rec["nodeid"] == "node"
     assert set(rec["obligations"]) and all(rec["obligations"].values())
