@@ -55,6 +55,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("tests that need the [local] extra must be marked realmodel: " + ", ".join(unmarked))
 
 
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The HTTP providers' retry backoff, recorded instead of slept: for tests that need only the
+    number of attempts (with_retries' own delays are tested in tests/providers/)."""
+    from pytest_agentfloor.providers import ollama_chat, openai_chat
+
+    delays: list[float] = []
+    for module in (openai_chat, ollama_chat):
+        monkeypatch.setattr(module, "_backoff_sleep", delays.append)
+    return delays
+
+
 @pytest.fixture(autouse=True)
 def _fake_server_responder_errors() -> Iterator[None]:
     """A responder that raised turns into a 500 the code under test may well survive: fail the test."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,12 +156,12 @@ def test_regrade_reports_changed_outcomes_without_a_model(bench: pytest.Pytester
     case = bench.path / "cases" / "tier_B" / "B1.toml"
     # a corrected gold: the oracle's stored answers no longer match
     case.write_text(case.read_text().replace('values = ["Net 45"]', 'values = ["Net 90"]', 1))
-    result = bench.run("python", "-m", "pytest_agentfloor", "regrade", "reports/runs.jsonl", "--cases", "cases",
+    result = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "reports/runs.jsonl", "--cases", "cases",
                        "--write", "reports/regraded.jsonl")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*B1?v0-i0-r0-oracle?: passed -> failed (Q, F5)",
                                  "re-graded 5 record(s): 5 outcome(s) changed; passed 5 -> 0", "wrote *"])
     regraded = [json.loads(x) for x in (bench.path / "reports" / "regraded.jsonl").read_text().splitlines()]
     assert [r["passed"] for r in regraded] == [False] * 5 and all(r["first_unmet"] == "Q" for r in regraded)
-    missing = bench.run("python", "-m", "pytest_agentfloor", "regrade", "nope.jsonl")
+    missing = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "nope.jsonl")
     assert missing.ret == 2 and "no such file: nope.jsonl" in missing.stderr.str()

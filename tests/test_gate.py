@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,7 @@ def test_parse_floor() -> None:
 def test_session_reports_rebuild_byte_identically_and_gate_from_summary(bench: pytest.Pytester) -> None:
     result = bench.runpytest("cases", "--model", "oracle,fault-partial", "--reference", "oracle", *SELECT)
     result.stdout.fnmatch_lines(["*paired comparison against oracle*", "*agentfloor reports: *summary.json*"])
-    rebuilt = bench.run("python", "-m", "pytest_agentfloor", "report", "reports/runs.jsonl", "--out", "rebuilt",
+    rebuilt = bench.run(sys.executable, "-m", "pytest_agentfloor", "report", "reports/runs.jsonl", "--out", "rebuilt",
                         "--reference", "oracle")
     assert rebuilt.ret == 0, rebuilt.stderr.str()
     for name in ("summary.json", "tcr.csv", "report.md", "report.html"):

@@ -102,22 +102,23 @@ def test_tool_episode_over_real_http(bench: pytest.Pytester, server: FakeModelSe
 
 @pytest.mark.parametrize("model", ["fake-openai", "fake-ollama"])
 def test_transient_500_is_retried_and_the_episode_passes(bench: pytest.Pytester, server: FakeModelServer,
-                                                          model: str) -> None:
+                                                          model: str, no_backoff: list[float]) -> None:
     server.push(status(500), status(429))
     run(bench, model).assert_outcomes(passed=1)
     assert len(server.requests) == 5
+    assert len(no_backoff) == 2  # one backoff before each retry
 
 
 @pytest.mark.parametrize("model", ["fake-openai", "fake-ollama"])
 def test_persistent_500_is_an_infrastructure_error_not_a_failure(bench: pytest.Pytester, server: FakeModelServer,
-                                                                  model: str) -> None:
+                                                                  model: str, no_backoff: list[float]) -> None:
     server.responder = lambda body: status(500, "model runner crashed")
     result = run(bench, model)
     result.assert_outcomes(errors=1)
     out = result.stdout.str()
     assert f"infrastructure error ({model.split('-')[1]})" in out
     assert "127.0.0.1" in out and "500" in out and "after 3 attempts" in out
-    assert len(server.requests) == 3
+    assert len(server.requests) == 3 and len(no_backoff) == 2
     (rec,) = records(bench)
     assert rec["infra_error"] and not rec["passed"] and rec["failure_mode"] is None
     result.stdout.fnmatch_lines(["*B*0*0*-*1*"])  # zero graded runs, one infrastructure error
@@ -125,7 +126,8 @@ def test_persistent_500_is_an_infrastructure_error_not_a_failure(bench: pytest.P
 
 
 @pytest.mark.parametrize("model", ["fake-openai", "fake-ollama"])
-def test_timeout_is_retried_then_reported(bench: pytest.Pytester, server: FakeModelServer, model: str) -> None:
+def test_timeout_is_retried_then_reported(bench: pytest.Pytester, server: FakeModelServer, model: str,
+                                         no_backoff: list[float]) -> None:
     server.responder = lambda body: stall(5)
     result = run(bench, model)
     result.assert_outcomes(errors=1)
