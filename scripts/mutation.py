@@ -59,7 +59,10 @@ def _configure(work: Path, mutate: list[str], tests: list[str]) -> None:
     pyproject = work / "pyproject.toml"
     text = pyproject.read_text()
     tests = [t for t in tests if (work / t).exists()]
-    extra = (f"only_mutate = {json.dumps(mutate)}\n"
+    # debug = true: mutmut 3.8 reports a usage error for the stats run without it (its output
+    # capture); with it the run works and the log shows each pytest command
+    extra = ("debug = true\n"
+             f"only_mutate = {json.dumps(mutate)}\n"
              f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n")
     marker = "[tool.mutmut]\n"
     if marker not in text:
@@ -72,7 +75,10 @@ def run_module(name: str, root: Path, children: int) -> dict:
     work = root / name
     _copy_repo(work)
     _configure(work, mutate, tests)
-    env = {**os.environ, "PYTHONPATH": str(work / "mutants")}  # pytest subprocesses see the mutants too
+    # pytest subprocesses import the mutants too; the directory must exist before Python starts, or
+    # the import system caches it as absent for the whole run
+    (work / "mutants").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
     env.pop("PYTEST_ADDOPTS", None)
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],

@@ -295,9 +295,13 @@ def test_usd_format(x: float | None, text: str) -> None:
 
 @pytest.mark.slow
 def test_html_renders_in_headless_chromium(session_dir: Path, tmp_path: Path) -> None:
-    """A person's check: the page renders offline to a non-trivial screenshot (skipped without chromium)."""
+    """A person's check: the page renders offline to a non-trivial screenshot (skipped without chromium,
+    except where AGENTFLOOR_REQUIRE_BROWSER=1, as .ci/run sets it: there a missing browser fails)."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if exe is None:
+        if os.environ.get("AGENTFLOOR_REQUIRE_BROWSER", "").strip() == "1":
+            pytest.fail("AGENTFLOOR_REQUIRE_BROWSER=1 but no chromium, chromium-browser or google-chrome on PATH",
+                        pytrace=False)
         pytest.skip("chromium is not installed")
     png = tmp_path / "report.png"
     with tempfile.TemporaryDirectory() as profile:
