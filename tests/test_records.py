@@ -8,6 +8,7 @@ writer would interleave.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -158,3 +159,75 @@ def test_an_infrastructure_error_is_neither_a_pass_nor_a_graded_failure() -> Non
     rec = build_record(resolved, traj, grade(resolved, traj), config, "node")
     assert rec["infra_error"] is True and rec["passed"] is False
     assert rec["failure_mode"] is None and rec["first_unmet"] is None and rec["terminal_flag"] is None
+
+
+# -- the record and the writer, field by field -----------------------------------------------------
+def b1_record(policy: str, config: ModelConfig | None = None) -> tuple[dict, object]:
+    case, digest = load_case(REPO / "cases" / "tier_B" / "B1.toml")
+    resolved = resolve(case, "v0", "i0", digest)
+    config = config or ModelConfig(name=policy, provider="scripted", policy=policy)
+    traj = run_episode(resolved, ScriptedProvider(ModelConfig(name="p", provider="scripted", policy=policy)),
+                       model=config.name)
+    return resolved, traj
+
+
+def test_a_graded_failure_carries_its_obligation_mode_and_flag() -> None:
+    from pytest_agentfloor import __version__
+
+    resolved, traj = b1_record("resign")
+    config = ModelConfig(name="resign", provider="scripted", policy="resign")
+    g = grade(resolved, traj)
+    assert not g.passed
+    rec = build_record(resolved, traj, g, config, "node")
+    assert rec["passed"] is False and rec["infra_error"] is False
+    assert rec["first_unmet"] == g.first_unmet.code and rec["first_unmet"] is not None
+    assert rec["failure_mode"] == g.failure_mode and rec["failure_mode"] is not None
+    assert rec["terminal_flag"] == g.terminal_flag
+    assert rec["obligations"] == {v.code: v.ok for v in g.verdicts} and not all(rec["obligations"].values())
+    assert (rec["schema"], rec["plugin_version"], rec["error"]) == (1, __version__, traj.error)
+    assert rec["trajectory"] == json.loads(traj.model_dump_json())
+    assert rec["config"] == config.public()
+    # without a grade (the grader raised) the record says nothing about obligations
+    bare = build_record(resolved, traj, None, config, "node")
+    assert (bare["passed"], bare["first_unmet"], bare["failure_mode"], bare["terminal_flag"], bare["obligations"]) == \
+           (False, None, None, None, {})
+
+
+def test_times_and_cost_are_rounded_as_documented() -> None:
+    resolved, traj = b1_record("oracle")
+    for turn in traj.turns:
+        turn.latency_s, turn.busy_s, turn.tokens_in, turn.tokens_out = 0.0, 0.0, 0, 0
+    traj.turns[0].latency_s = 0.123456789
+    traj.turns[0].busy_s = 2.718281828
+    traj.turns[0].tokens_in = 1_234_567
+    traj.wall_s = 3.14159265358
+    config = ModelConfig(name="c", provider="scripted", policy="oracle", pricing={"input_per_mtok": 0.123456789})
+    rec = build_record(resolved, traj, grade(resolved, traj), config, "node")
+    assert (rec["latency_s"], rec["busy_s"], rec["wall_s"]) == (0.123457, 2.718282, 3.141593)
+    assert rec["cost_usd"] == 0.1524156776  # 1.234567 Mtok x 0.123456789 $/Mtok = 0.152415677625363 exactly
+
+
+def test_the_writer_writes_compact_json_lines_and_stringifies_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "runs.jsonl"  # parents are created
+    log = RunLog(path)
+    log.append({"b": [1, 2], "a": {"x": None}})
+    log.append({"where": tmp_path})  # not JSON: written as its str()
+    log.close()
+    assert path.read_text() == '{"b":[1,2],"a":{"x":null}}\n' + json.dumps({"where": str(tmp_path)},
+                                                                          separators=(",", ":")) + "\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o644 & ~umask
+
+
+def test_close_releases_the_file_and_a_later_append_reopens_it(tmp_path: Path) -> None:
+    log = RunLog(tmp_path / "runs.jsonl")
+    log.append({"n": 1})
+    fd = log._fd
+    log.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed
+    log.close()  # twice is harmless
+    log.append({"n": 2})
+    log.close()
+    assert read_records(tmp_path / "runs.jsonl") == ([{"n": 1}, {"n": 2}], [])

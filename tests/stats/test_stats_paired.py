@@ -70,10 +70,15 @@ def test_holm_is_not_bh_and_is_more_conservative() -> None:
 
 
 def test_holm_rejects_bad_input() -> None:
-    with pytest.raises(ValueError):
-        holm([0.1, float("nan")])
-    with pytest.raises(ValueError):
-        holm([1.2])
+    message = r"p-values must be in \[0, 1\] and not NaN"
+    for bad in ([0.1, float("nan")], [1.2], [-0.01, 0.5]):
+        with pytest.raises(ValueError, match=message):
+            holm(bad)
+
+
+def test_holm_accepts_the_ends_of_the_unit_interval() -> None:
+    # m = 3, sorted 0, 0.2, 1: 3*0 = 0, 2*0.2 = 0.4, min(1, 1*1) = 1
+    np.testing.assert_allclose(holm([1.0, 0.0, 0.2]), [1.0, 0.0, 0.4])
 
 
 # ---- TOST / non-inferiority ------------------------------------------------------------------------
