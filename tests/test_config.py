@@ -27,6 +27,10 @@ def test_no_file_gives_the_builtins(tmp_path: Path) -> None:
     assert load_models(tmp_path / "absent.toml") == builtin_models()
 
 
+def test_a_file_without_models_gives_the_builtins(tmp_path: Path) -> None:
+    assert load_models(write(tmp_path, "# nothing configured yet\n")) == builtin_models()
+
+
 def test_a_models_table_is_added_and_may_replace_a_builtin(tmp_path: Path) -> None:
     models = load_models(write(tmp_path, """
 [models."qwen3:8b"]

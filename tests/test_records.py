@@ -90,6 +90,9 @@ SECRET_USER, SECRET_PW, SECRET_TOKEN = "alice-d0-not-leak", "pw-d0-not-leak-77",
     (f"https://{SECRET_USER}:{SECRET_PW}@[::1]:443/v1", "https://[::1]:443/v1"),
     (f"http://localhost:11434/?key={SECRET_TOKEN}#frag", "http://localhost:11434/"),
     ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+    (f"http://{SECRET_USER}:p@ss{SECRET_PW}@h.example/v1", "http://h.example/v1"),  # "@" in the password
+    ("http://@h.example/v1", "http://h.example/v1"),  # empty user information
+    (f"http://:{SECRET_PW}@h.example/v1", "http://h.example/v1"),  # a password without a user
 ])
 def test_strip_credentials(url: str, expected: str) -> None:
     assert strip_credentials(url) == expected
