@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentfloor.corpus import completed_records, config_fingerprint, resume_key
+from pytest_agentfloor.corpus import completed_records, config_fingerprint, record_key, resume_key
+from pytest_agentfloor.results import PROPERTY_FIELDS
 from tests.fakeserver import FakeModelServer, status
 from tests.test_provider_episodes import follow_reference
 
@@ -87,23 +88,24 @@ timeout_s = 5
 
 
 def test_completed_records_skips_infrastructure_errors_and_keeps_the_last_graded(tmp_path: Path) -> None:
-    base = {"model": "m", "task": "B1", "variant": "v0", "instance": "i0", "run": 0, "case_hash": "h",
+    base = {**{k: None for k in PROPERTY_FIELDS},
+            "model": "m", "task": "B1", "variant": "v0", "instance": "i0", "run": 0, "case_hash": "h",
             "config": {"name": "m", "temperature": 0.0}, "trajectory": {}}
     lines = [{**base, "passed": False, "infra_error": False, "n": 1},
              {**base, "passed": True, "infra_error": False, "n": 2},
              {**base, "passed": False, "infra_error": True, "n": 3},  # later, but not a result
              {**base, "run": 1, "infra_error": True, "n": 4},
              {**base, "run": 2, "n": 5, "config": {"name": "m", "temperature": 0.5}},
-             {k: v for k, v in base.items() if k != "trajectory"} | {"run": 3, "n": 6}]
+             {k: v for k, v in base.items() if k != "trajectory"} | {"run": 3, "n": 6},
+             {k: v for k, v in base.items() if k != "tier"} | {"run": 4, "n": 7}]  # reported, runs again
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     done, problems = completed_records(path)
-    assert problems == []
-    fp = config_fingerprint(base["config"])
-    assert done[resume_key("m", "B1", "v0", "i0", 0, "h", fp)]["n"] == 2
-    assert resume_key("m", "B1", "v0", "i0", 1, "h", fp) not in done
-    assert resume_key("m", "B1", "v0", "i0", 2, "h", fp) not in done  # another configuration
-    assert done[resume_key("m", "B1", "v0", "i0", 2, "h", config_fingerprint(lines[4]["config"]))]["n"] == 5
+    assert problems == [f"{path}: 1 record(s) lacking fields a resume needs were ignored (they run again)"]
+    assert done[record_key(lines[1])]["n"] == 2
+    assert record_key(lines[3]) not in done
+    assert record_key({**lines[4], "config": base["config"]}) not in done  # another configuration
+    assert done[record_key(lines[4])]["n"] == 5
     assert len(done) == 2
 
 
