@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def test_offline_report_accepts_every_unit_and_method(bench: pytest.Pytester) ->
     bench.runpytest("cases/tier_A", "--model", "oracle", "--instances", "i0", "-p", "no:cacheprovider")
     for extra in (["--cluster", "run"], ["--cluster", "task"], ["--interval-method", "paper"],
                   ["--noninferiority-bound", "one-sided", "--infra-threshold", "0.1"]):
-        res = bench.run("python", "-m", "pytest_agentfloor", "report", "reports/runs.jsonl", "--out", "rebuilt",
+        res = bench.run(sys.executable, "-m", "pytest_agentfloor", "report", "reports/runs.jsonl", "--out", "rebuilt",
                         *extra)
         assert res.ret == 0, res.stderr.str()
     data = json.loads((bench.path / "rebuilt" / "summary.json").read_text())
