@@ -9,6 +9,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ladder-table": ("pytest_agentfloor.suite.table", "write the docs table of the cases"),
     "report": ("pytest_agentfloor.report.cli", "rebuild every report from a runs.jsonl"),
     "regrade": ("pytest_agentfloor.regrade", "re-grade stored trajectories under the current cases"),
+    "compare": ("pytest_agentfloor.compare", "compare stored runs: paired differences, changed items, gate verdict"),
+    "view": ("pytest_agentfloor.report.viewer", "write (or serve) the transcript viewer for runs.jsonl files"),
 }
 
 

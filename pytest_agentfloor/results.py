@@ -99,9 +99,13 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "kind": getattr(case, "kind", "episode"),
         # kind-specific scalar facts (a call site's site, group, whether it acted or refused, ...)
         "facets": getattr(grade, "facets", None) if grade is not None else _facets(case),
+        # the grader's account, for the transcript viewer: expected vs observed of each unmet obligation
+        "verdicts": [{"code": v.code, "ok": v.ok, **({} if v.ok else {"expected": v.expected, "observed": v.observed})}
+                     for v in getattr(grade, "verdicts", None) or []] if grade else [],
         "trajectory": traj.model_dump(mode="json"),
     }
-    stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"]})
+    stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"],
+                                "verdicts": record["verdicts"]})
     record.update(stored)
     if capped:
         record["capped"] = capped

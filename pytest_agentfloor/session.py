@@ -296,6 +296,13 @@ class AgentFloorSession:
                     self.summary = build_summary(records, meta, **opts)[0]
             except (ValueError, OSError) as exc:
                 self.report_error = f"could not build the reports ({exc}); runs.jsonl is intact"
+            if st.report_mode == "all" and self.report_error is None:
+                from .report.viewer import VIEWER_FILE, write_viewer
+
+                try:
+                    write_viewer([st.session_dir / "runs.jsonl"], st.session_dir / VIEWER_FILE)
+                except (ValueError, OSError) as exc:
+                    self.report_error = f"could not write {VIEWER_FILE} ({exc}); runs.jsonl is intact"
         try:
             self.published = publish(st.report_dir, self.session_id, bool(run["complete"]))
         except OSError as exc:
@@ -344,6 +351,9 @@ class AgentFloorSession:
                            models_meta={m.name: m.public() for m in self.settings.models.values()},
                            section_options=self.section_options(),
                            out_dir=self.files_dir() if self.settings.report_mode == "all" else None)
+            viewer = self.files_dir() / "viewer.html"
+            if self.settings.report_mode == "all" and viewer.is_file():
+                tr.write_line(f"agentfloor transcripts: {viewer}")
         if self.run is not None and (records or self.published is not None):
             complete = bool(self.run["complete"])
             tr.write_line(f"agentfloor: {self.run_text()}", green=complete, yellow=not complete, bold=not complete)

@@ -25,6 +25,11 @@ Termination = Literal[
 ]
 
 
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters; a cut is marked with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class ToolCall(BaseModel):
     turn: int
     id: str
@@ -108,14 +113,14 @@ class Trajectory(BaseModel):
         lines = []
         for t in self.turns[:limit]:
             calls = ", ".join(
-                f"{c.name}({c.raw_arguments[:60]})->{c.result.get('status', '?')}"
+                f"{c.name}({_cut(c.raw_arguments, 60)})->{c.result.get('status', '?')}"
                 + ("[hallucinated]" if c.hallucinated else "")
                 + ("[malformed]" if c.malformed else "")
                 + ("[repeat]" if c.repeated else "")
                 for c in t.calls
             )
             text = (t.content or "").strip().replace("\n", " ")
-            body = calls if calls else f"text: {text[:100]!r}"
+            body = calls if calls else f"text: {_cut(text, 100)!r}"
             lines.append(f"  turn {t.index}: {body}" + (f" [{t.finish_reason}]" if t.finish_reason == "length" else ""))
         if len(self.turns) > limit:
             lines.append(f"  ... {len(self.turns) - limit} more turns")

@@ -24,13 +24,24 @@ class Grade:
     terminal_flag: str | None = None
 
     def message(self, traj: Trajectory) -> str:
+        """Cause first: the headline (harness limit or failure mode, then what is unmet), the first
+        unmet obligation in full, each failed call's error, then the trajectory."""
         if self.passed or self.first_unmet is None:
             return "passed"
-        head = f"{self.first_unmet.describe()}"
+        from .headline import failed_calls, headline
+
+        calls = [c.model_dump() for c in traj.calls]
+        head = headline(failure_mode=self.failure_mode, unmet=[v.code for v in self.verdicts if not v.ok],
+                        first_unmet_text=self.first_unmet.describe(), termination=traj.termination,
+                        limits=[traj.turn_budget, traj.call_limit, traj.token_budget], turns=len(traj.turns),
+                        calls=calls)
         mode = f"failure mode {self.failure_mode} ({FAILURE_NAMES.get(self.failure_mode or '', 'custom')}), " \
                f"terminal flag {self.terminal_flag}"
+        errors = failed_calls(calls)
+        failed = "failed calls:\n" + "\n".join(f"  {e}" for e in errors) + "\n" if errors else ""
         # tool names, arguments and answers are the model's: never let them drive the terminal
-        return safe_text(f"unmet obligation {head}\n{mode}\ntrajectory:\n{traj.compact()}")
+        return safe_text(f"{head}\nunmet obligation {self.first_unmet.describe()}\n{mode}\n{failed}"
+                         f"trajectory:\n{traj.compact()}")
 
 
 def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None) -> Grade:

@@ -96,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    from .viewer import VIEWER_FILE, write_viewer
+
+    try:
+        write_viewer([args.runs], out / VIEWER_FILE)
+    except OSError as exc:
+        print(f"{prog}: error: cannot write {out / VIEWER_FILE} ({exc})", file=sys.stderr)
+        return 2
     if args.print_tables:
         from .sections import compute_sections, section_text
         from .terminal import render_text
@@ -108,5 +115,5 @@ def main(argv: list[str] | None = None) -> int:
         if sections:
             sys.stdout.write(section_text(sections, width=width, markup=sys.stdout.isatty()))
     print(f"{prog}: {len(prepare_records(records)[0])} records, {len(models)} model(s); wrote "
-          f"{', '.join(REPORT_FILES)} to {out}")
+          f"{', '.join(REPORT_FILES)}, {VIEWER_FILE} to {out}")
     return 0

@@ -119,6 +119,14 @@ def _text_width(s: str, size: float) -> float:
 
 
 # -- charts ---------------------------------------------------------------------------------
+def viewer_link(**filters: str | None) -> str:
+    """A link into viewer.html (written beside report.html) with its filters preset in the URL hash."""
+    from urllib.parse import quote
+
+    return escape("viewer.html#" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in filters.items() if v),
+                  quote=True)
+
+
 def heatmap_svg(summary: Summary) -> str:
     models = list(summary.model_order)
     scopes = list(summary.scopes)
@@ -156,15 +164,16 @@ def heatmap_svg(summary: Summary) -> str:
                            f'font-size="12" fill="#59636e">{DASH}</text></g>')
                 continue
             fg = _text_on(e.tcr)
+            link = viewer_link(model=m, tier=None if sc == OVERALL else sc)
             out.append(
-                f'<g><title>{escape(tip)}</title><rect x="{_f(x + 1)}" y="{_f(y + 1)}" width="{cw - 2}" '
+                f'<a href="{link}"><g><title>{escape(tip)} (open the runs)</title><rect x="{_f(x + 1)}" y="{_f(y + 1)}" width="{cw - 2}" '
                 f'height="{ch - 2}" rx="3" fill="{tcr_colour(e.tcr)}"/>'
                 f'<text x="{_f(x + cw / 2)}" y="{_f(y + 19)}" text-anchor="middle" font-size="14" font-weight="600" '
                 f'fill="{fg}">{pct(e.tcr)}</text>'
                 f'<text x="{_f(x + cw / 2)}" y="{_f(y + 34)}" text-anchor="middle" font-size="10.5" '
                 f'fill="{fg}" fill-opacity="0.85">{ci_pct(e.ci_low, e.ci_high)}</text>'
                 + (f'<text x="{_f(x + cw - 8)}" y="{_f(y + 15)}" text-anchor="end" font-size="12" '
-                   f'fill="{fg}">⚠</text>' if e.unreliable else "") + '</g>')
+                   f'fill="{fg}">⚠</text>' if e.unreliable else "") + '</g></a>')
     # legend
     lx, lw = x0, min(300.0, max(160.0, width - x0 - 10))
     out.append('<defs><linearGradient id="tcr-scale" x1="0" x2="1" y1="0" y2="0">'
@@ -405,8 +414,9 @@ def failure_stack_svg(summary: Summary) -> str:
                 continue
             w = bw * n / denom
             tip = f"{m}: {k} {FAILURE_NAMES.get(k, k)}: {n} of {denom} runs"
-            out.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{bh}" fill="{colours[k]}">'
-                       f'<title>{escape(tip)}</title></rect>')
+            out.append(f'<a href="{viewer_link(model=m, outcome="fail", fm=k)}">'
+                       f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{bh}" fill="{colours[k]}">'
+                       f'<title>{escape(tip)} (open the runs)</title></rect></a>')
             x += w
         out.append(f'<text x="{_f(x0 + bw + 8)}" y="{_f(y + bh / 2 + 4.5)}" font-size="12" fill="#59636e">'
                    f'{b.n_failed} failed / {denom} ({pct(b.n_failed / denom if denom else None, 0)})</text>')
@@ -470,7 +480,8 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
         f'<div class="chart">{heatmap_svg(summary)}</div>',
         f'<p class="note">Each cell: TCR over scored runs and its 95% CI. {escape(interval_caption(summary))} '
         'Rows smallest model first; hover a cell for counts. A cell marked ⚠ is an unreliable endpoint '
-        '(too many infrastructure errors).</p>',
+        '(too many infrastructure errors). Click a cell (or a failure-mode bar below) to open its runs in the '
+        'transcript viewer, <a href="viewer.html">viewer.html</a>.</p>',
         f'<details><summary>TCR table with runs, passes and infra errors</summary>'
         f'{html_table(tcr_long_table(summary))}</details>'))
 

@@ -1,0 +1,219 @@
+"""``python -m pytest_agentfloor compare A/runs.jsonl B/runs.jsonl ...``: compare stored runs.
+
+The first file is the baseline; every later file is compared with it. Per model and tier: the
+paired difference in TCR over the (task, variant, instance, run) both made, with its 95% CI
+and McNemar's b/c (Holm across each comparison's tests); the items whose outcome changed; and
+the upgrade gate's verdict computed by :func:`gate.evaluate`, exactly as a session run with
+``--baseline A`` gives it, with the same exit status (0 passed, 1 failed, 2 unusable input).
+A model name that occurs in several files is kept apart, labelled by session; nothing is
+de-duplicated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .suite.schema import TIERS
+
+
+@dataclass(frozen=True)
+class Series:
+    """The runs of one model in one file."""
+
+    label: str  # "model @ session"
+    model: str
+    source: str
+    runs: dict[tuple[str, str, str, int], dict[str, Any]]
+
+
+def _key(r: dict[str, Any]) -> tuple[str, str, str, int]:
+    return (r["task"], r["variant"], r["instance"], int(r["run"]))
+
+
+def series_of(source: str, records: list[dict[str, Any]]) -> list[Series]:
+    models = sorted({r["model"] for r in records})
+    return [Series(f"{m} @ {source}", m, source, {_key(r): r for r in records if r["model"] == m}) for m in models]
+
+
+def pairings(base: list[Series], cand: list[Series]) -> tuple[list[tuple[Series, Series]], list[str]]:
+    """Each candidate model against the same model name in the baseline, else the baseline's only model."""
+    by_name = {s.model: s for s in base}
+    out, notes = [], []
+    for c in cand:
+        ref = by_name.get(c.model) or (base[0] if len(base) == 1 else None)
+        if ref is None:
+            notes.append(f"{c.label}: no model of that name in the baseline, which holds "
+                         f"{', '.join(s.model for s in base)}; not compared")
+            continue
+        out.append((c, ref))
+    return out, notes
+
+
+def paired_rows(cand: Series, ref: Series, *, margin_pp: float, n_boot: int, seed: int) -> list[Any]:
+    """One PairedTest per tier present and overall, Holm-adjusted across them; infra errors left out."""
+    import numpy as np
+
+    from .stats.paired import apply_holm, paired_compare
+
+    keys = sorted(k for k in cand.runs if k in ref.runs and not cand.runs[k].get("infra_error")
+                  and not ref.runs[k].get("infra_error"))
+    tiers = sorted({cand.runs[k]["tier"] for k in keys}, key=TIERS.index)
+    tests = []
+    for scope in tiers + ["overall"]:
+        ks = [k for k in keys if scope == "overall" or cand.runs[k]["tier"] == scope]
+        pm = np.array([bool(cand.runs[k]["passed"]) for k in ks], dtype=bool)
+        pr = np.array([bool(ref.runs[k]["passed"]) for k in ks], dtype=bool)
+        units = np.array([f"{k[1]}|{k[2]}|{k[3]}" for k in ks])
+        tests.append(paired_compare(pm, pr, units if ks else None, margin_pp=margin_pp, n_boot=n_boot, seed=seed,
+                                    model=cand.label, reference=ref.label, scope=scope))
+    return apply_holm(tests[:-1], f"{cand.label} vs {ref.label}", 0.05) + tests[-1:]
+
+
+def changed_items(cand: Series, ref: Series) -> list[tuple[str, tuple[str, str, str, int]]]:
+    """("fixed" | "broke", key) for every paired item whose outcome differs, baseline order."""
+    out = []
+    for k in sorted(set(cand.runs) & set(ref.runs)):
+        a, b = ref.runs[k], cand.runs[k]
+        if a.get("infra_error") or b.get("infra_error") or bool(a["passed"]) == bool(b["passed"]):
+            continue
+        out.append(("fixed" if b["passed"] else "broke", k))
+    return out
+
+
+def viewer_fragment(series: Series, key: tuple[str, str, str, int]) -> str:
+    task, variant, instance, run = key
+    return "#" + "&".join(f"{k}={quote(v, safe='')}" for k, v in
+                          (("source", series.source), ("model", series.model), ("item", f"{task}/{variant}/{instance}/r{run}")))
+
+
+def _pp(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.1f}"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def parser() -> argparse.ArgumentParser:
+    from .report.cli import _Parser
+
+    p = _Parser(prog="python -m pytest_agentfloor compare",
+                description="Compare stored runs: paired differences, changed items and the gate verdict. "
+                            "The first file is the baseline. Exit status: 0 gate passed (or no gate), "
+                            "1 gate failed, 2 unusable input.")
+    p.add_argument("runs", type=Path, nargs="+", help="runs.jsonl files; the first is the baseline")
+    p.add_argument("--gate-margin", type=float, default=10.0, metavar="PP",
+                   help="non-inferiority margin in percentage points (default 10, as --gate-margin)")
+    p.add_argument("--gate-tiers", default="", metavar="LIST", help="tiers the gate checks (default: all present)")
+    p.add_argument("--gate-floor", action="append", default=[], metavar="TIER>=X",
+                   help="absolute TCR floor, e.g. tier_A>=0.90; repeatable")
+    p.add_argument("--gate-baseline-model", default=None, metavar="NAME",
+                   help="the baseline model when the first file holds several")
+    p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=42, metavar="S", help="bootstrap seed (default 42)")
+    p.add_argument("--changed", type=int, default=20, metavar="N",
+                   help="changed items listed per comparison (default 20; all are counted)")
+    p.add_argument("--viewer", type=Path, default=None, metavar="FILE",
+                   help="also write one transcript viewer of all the files; changed items link into it")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .gate import GateError, evaluate, load_baseline, parse_floor
+    from .report.viewer import load_sources, write_viewer
+
+    args = parser().parse_args(argv)
+    prog = "agentfloor compare"
+    if len(args.runs) < 2:
+        print(f"{prog}: error: give at least two runs.jsonl files (the first is the baseline)", file=sys.stderr)
+        return 2
+    missing = [str(p) for p in args.runs if not p.is_file()]
+    if missing:
+        print(f"{prog}: error: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if args.n_boot < 1 or not 0 <= args.gate_margin <= 100:
+        print(f"{prog}: error: --n-boot must be >= 1 and --gate-margin within [0, 100]", file=sys.stderr)
+        return 2
+    try:
+        floors = dict(parse_floor(f) for chunk in args.gate_floor for f in chunk.split(",") if f)
+    except GateError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    tiers = [t.strip().removeprefix("tier_") for t in args.gate_tiers.split(",") if t.strip()] or None
+    bad = [t for t in tiers or [] if t not in TIERS]
+    if bad:
+        print(f"{prog}: error: --gate-tiers: unknown tier(s) {bad}; valid: {', '.join(TIERS)}", file=sys.stderr)
+        return 2
+    sources, problems = load_sources(args.runs)
+    for problem in problems:
+        print(f"{prog}: {problem}", file=sys.stderr)
+    empty = [str(p) for p, (_, recs) in zip(args.runs, sources) if not recs]
+    if empty:
+        print(f"{prog}: error: no complete run records in {', '.join(empty)}", file=sys.stderr)
+        return 2
+    if args.viewer is not None:
+        write_viewer(args.runs, args.viewer)
+        print(f"{prog}: wrote {args.viewer}")
+    base_label, base_records = sources[0]
+    base = series_of(base_label, base_records)
+    status = 0
+    for path, (label, records) in zip(args.runs[1:], sources[1:]):
+        print(f"\n== {path} ({label}) vs baseline {args.runs[0]} ({base_label})")
+        pairs, notes = pairings(base, series_of(label, records))
+        for note in notes:
+            print(f"  {note}")
+        for cand, ref in pairs:
+            print(f"\n  {cand.label}  vs  {ref.label}")
+            print(f"  {'tier':8} {'pairs':>6} {'TCR cand':>9} {'TCR base':>9} {'Δ pp':>7} {'95% CI':>16} "
+                  f"{'b/c':>7} {'McNemar p':>10} {'p Holm':>7}")
+            for t in paired_rows(cand, ref, margin_pp=args.gate_margin, n_boot=args.n_boot, seed=args.seed):
+                ci = "—" if t.delta_pp is None else f"[{_pp(t.ci95_low_pp)}, {_pp(t.ci95_high_pp)}]"
+                holm = "" if t.p_mcnemar_holm is None else f"{t.p_mcnemar_holm:.3g}"
+                print(f"  {t.scope:8} {t.n_pairs:>6} {_pct(t.tcr_model):>9} {_pct(t.tcr_ref):>9} "
+                      f"{_pp(t.delta_pp):>7} {ci:>16} {t.mcnemar_b:>3}/{t.mcnemar_c:<3} "
+                      f"{t.p_mcnemar if t.n_pairs else float('nan'):>10.3g} {holm:>7}")
+            unpaired = len(set(cand.runs) ^ set(ref.runs))
+            if unpaired:
+                print(f"  unpaired: {len(set(cand.runs) - set(ref.runs))} candidate item(s) without a baseline "
+                      f"counterpart, {len(set(ref.runs) - set(cand.runs))} baseline item(s) not in the candidate")
+            changed = changed_items(cand, ref)
+            broke = sum(1 for kind, _ in changed if kind == "broke")
+            print(f"  outcome changed on {len(changed)} item(s): {broke} passed before and fail now, "
+                  f"{len(changed) - broke} failed before and pass now")
+            for kind, key in changed[: args.changed]:
+                link = f"  {args.viewer}{viewer_fragment(cand, key)}" if args.viewer else ""
+                print(f"    {kind:5} {key[0]}[{key[1]}-{key[2]}-r{key[3]}]{link}")
+            if len(changed) > args.changed:
+                print(f"    ... {len(changed) - args.changed} more (--changed N lists more)")
+        # the gate, exactly as a session run with --baseline <first file> would give it
+        print()
+        try:
+            baseline, gate_notes = load_baseline(args.runs[0])
+            result = evaluate(records, baseline, margin_pp=args.gate_margin, tiers=tiers, floors=floors,
+                              baseline_model=args.gate_baseline_model)
+        except (GateError, KeyError, ValueError) as exc:
+            print(f"gate: cannot evaluate: {exc}")
+            status = max(status, 1)
+            continue
+        print(f"agentfloor gate: {result.candidate} vs {result.baseline} ({args.runs[0]})")
+        for v in result.verdicts:
+            print(v.line(args.gate_margin))
+        if result.unpaired_candidate or result.unpaired_baseline:
+            print(f"gate: unpaired runs: {result.unpaired_candidate} candidate run(s) without a baseline "
+                  f"counterpart, {result.unpaired_baseline} baseline run(s) not re-run")
+        for note in result.notes:
+            print(f"gate: {note}")
+        failed = [v.tier for v in result.verdicts if not v.passed]
+        print("agentfloor gate: PASSED" if result.passed else f"agentfloor gate: FAILED ({', '.join(failed) or 'see above'})")
+        if not result.passed:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

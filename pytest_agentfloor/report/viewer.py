@@ -1,0 +1,260 @@
+"""viewer.html: a self-contained transcript viewer built from runs.jsonl.
+
+One file, no request to anywhere: the runs are embedded as JSON in two ``<script
+type="application/json">`` blocks, an index (what the filters and the list need, parsed at
+load) and the transcripts (parsed when the first run is opened), so a 12,750-run sweep opens and
+filters quickly. Repeated strings (system prompts, user prompts, tool results) are stored once.
+Model-controlled text only ever reaches the page through ``textContent`` (viewer.js), never as
+HTML. The URL hash holds the filters and the open run, so report.html links straight to the
+runs behind a cell.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..grading.failure import FAILURE_NAMES
+from ..grading.obligations import NAMES as OBLIGATION_NAMES
+from ..results import read_records, usable_runs
+
+VIEWER_FILE = "viewer.html"
+#: index columns, in the order viewer.js reads them
+COLUMNS: tuple[str, ...] = ("source", "model", "tier", "task", "variant", "instance", "run", "outcome",
+                            "failure_mode", "first_unmet", "terminal_flag", "termination", "turns", "calls",
+                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline")
+
+
+class _Strings:
+    """A table of distinct strings: each repeated prompt or result is stored once."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def __call__(self, value: Any) -> int | None:
+        if value is None:
+            return None
+        s = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        n = self.index.get(s)
+        if n is None:
+            n = self.index[s] = len(self.values)
+            self.values.append(s)
+        return n
+
+
+def outcome(record: dict[str, Any]) -> str:
+    if record.get("infra_error"):
+        return "infra"
+    return "pass" if record.get("passed") else "fail"
+
+
+def headline(record: dict[str, Any]) -> str:
+    """The cause-first one-liner of a failed run (as in the pytest failure message)."""
+    from ..grading.headline import record_headline
+
+    return record_headline(record)
+
+
+def _num(value: Any, digits: int = 6) -> float | int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return round(value, digits) if isinstance(value, float) else value
+
+
+def _messages_of(traj: dict[str, Any], role: str) -> str | None:
+    for m in traj.get("messages") or []:
+        if isinstance(m, dict) and m.get("role") == role:
+            content = m.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return None
+
+
+def _detail(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
+    traj = record.get("trajectory") if isinstance(record.get("trajectory"), dict) else {}
+    turns = []
+    for t in traj.get("turns") or []:
+        if not isinstance(t, dict):
+            continue
+        calls = []
+        for c in t.get("calls") or []:
+            if not isinstance(c, dict):
+                continue
+            flags = [f for f in ("hallucinated", "malformed", "repeated") if c.get(f)]
+            calls.append({"n": strings(str(c.get("name", "?"))), "a": strings(str(c.get("raw_arguments", ""))),
+                          "r": strings(c.get("result", {})), "f": flags})
+        turns.append({"c": strings(t.get("content")), "fr": t.get("finish_reason"), "ti": _num(t.get("tokens_in")),
+                      "to": _num(t.get("tokens_out")), "l": _num(t.get("latency_s")), "b": _num(t.get("busy_s")),
+                      "lk": bool(t.get("leaked_call")), "k": calls})
+    verdicts = record.get("verdicts")
+    if not isinstance(verdicts, list):  # records written before verdicts were stored: pass/fail only
+        obl = record.get("obligations") if isinstance(record.get("obligations"), dict) else {}
+        verdicts = [{"code": k, "ok": bool(v)} for k, v in obl.items()]
+    extra = {k: record[k] for k in ("judge", "kind", "protocol", "capped") if k in record}
+    return {
+        "sys": strings(_messages_of(traj, "system")), "usr": strings(_messages_of(traj, "user")),
+        "tools": strings(traj.get("tools")), "turns": turns, "ans": strings(traj.get("final_answer")),
+        "end": traj.get("termination", record.get("termination")), "err": strings(record.get("error")),
+        "sub": strings(traj.get("submissions") or None),
+        "lim": [_num(traj.get("turn_budget")), _num(traj.get("call_limit")), _num(traj.get("token_budget"))],
+        "v": [{"c": str(v.get("code")), "ok": bool(v.get("ok")), "e": strings(v.get("expected") or None),
+               "o": strings(v.get("observed") or None)} for v in verdicts if isinstance(v, dict)],
+        "node": record.get("nodeid"), "wall": _num(record.get("wall_s")), "busy": _num(record.get("busy_s")),
+        "x": strings(extra or None),
+    }
+
+
+def build_data(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(index, transcripts) for viewer.js from (label, records) pairs, one pair per runs file."""
+    strings = _Strings()
+    rows: list[list[Any]] = []
+    details: list[dict[str, Any]] = []
+    for label, records in sources:
+        for r in records:
+            rows.append([
+                label, r["model"], r["tier"], r["task"], r["variant"], r["instance"], r["run"], outcome(r),
+                r.get("failure_mode"), r.get("first_unmet"), r.get("terminal_flag"), r.get("termination"),
+                _num(r.get("turns")), _num(r.get("calls")), _num(r.get("tokens_in")), _num(r.get("tokens_out")),
+                _num(r.get("latency_s"), 3), _num(r.get("cost_usd"), 8),
+                "" if outcome(r) == "pass" else headline(r),
+            ])
+            details.append(_detail(r, strings))
+    index = {"columns": list(COLUMNS), "rows": rows, "sources": [label for label, _ in sources],
+             "failure_names": FAILURE_NAMES, "obligation_names": OBLIGATION_NAMES}
+    return index, {"strings": strings.values, "runs": details}
+
+
+def _script_json(value: Any) -> str:
+    """JSON that cannot close its <script> element or start a comment inside it."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def render_viewer(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]], title: str = "agentfloor runs") -> str:
+    index, details = build_data(sources)
+    from html import escape
+
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{escape(title)}</title>\n<style>{_asset('viewer.css')}</style></head>\n<body>\n"
+        f"{_asset('viewer.body.html')}\n"
+        f"<script type=\"application/json\" id=\"af-index\">{_script_json(index)}</script>\n"
+        f"<script type=\"application/json\" id=\"af-runs\">{_script_json(details)}</script>\n"
+        f"<script>{_asset('viewer.js')}</script>\n</body></html>\n"
+    )
+
+
+def source_labels(paths: Sequence[Path]) -> list[str]:
+    """A short distinct label per runs file: its session directory name, else its path."""
+    labels = []
+    for p in paths:
+        parent = p.resolve().parent
+        session = parent / "session.json"
+        label = parent.name
+        if session.is_file():
+            try:
+                label = str(json.loads(session.read_text(encoding="utf-8")).get("session_id") or label)
+            except (ValueError, OSError, AttributeError):
+                pass
+        labels.append(label)
+    if len(set(labels)) < len(labels):
+        labels = [str(p) for p in paths]
+    return labels
+
+
+def load_sources(paths: Sequence[Path]) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[str]]:
+    """(label, usable records) per runs file, and every problem found on the way."""
+    problems: list[str] = []
+    sources = []
+    for label, path in zip(source_labels(paths), paths):
+        records, notes = read_records(path)
+        records, skipped = usable_runs(records, str(path))
+        problems += notes + skipped
+        sources.append((label, records))
+    return sources, problems
+
+
+def write_viewer(paths: Sequence[Path], out: Path) -> tuple[int, list[str]]:
+    """Write viewer.html for the runs files; return (runs shown, problems)."""
+    from .files import atomic_write
+
+    sources, problems = load_sources(paths)
+    atomic_write(out, render_viewer(sources))
+    return sum(len(r) for _, r in sources), problems
+
+
+def _serve(path: Path, port: int) -> None:
+    """Serve the one file on 127.0.0.1 until interrupted (nothing else is reachable)."""
+    import http.server
+
+    body = path.read_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path.split("?")[0] not in ("/", f"/{VIEWER_FILE}"):
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler) as server:
+        print(f"agentfloor view: serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pytest_agentfloor view RUNS.jsonl [RUNS.jsonl ...] [--out FILE] [--serve [--port N]]``."""
+    import argparse
+    import sys
+
+    from .cli import _Parser
+
+    p = _Parser(prog="python -m pytest_agentfloor view",
+                description="Write a self-contained transcript viewer (viewer.html) from one or more runs.jsonl.")
+    p.add_argument("runs", type=Path, nargs="+", help="runs.jsonl written by a session (several: kept apart by session)")
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"output file (default: {VIEWER_FILE} beside the first runs file)")
+    p.add_argument("--serve", action="store_true", help="also serve it on 127.0.0.1 until Ctrl-C")
+    p.add_argument("--port", type=int, default=0, help="port for --serve (default: a free one)")
+    args = p.parse_args(argv)
+    prog = "agentfloor view"
+    missing = [str(r) for r in args.runs if not r.is_file()]
+    if missing:
+        print(f"{prog}: error: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    out = args.out if args.out is not None else args.runs[0].parent / VIEWER_FILE
+    if out.is_dir():
+        out = out / VIEWER_FILE
+    try:
+        n, problems = write_viewer(args.runs, out)
+    except OSError as exc:
+        print(f"{prog}: error: cannot write {out} ({exc})", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"{prog}: {problem}", file=sys.stderr)
+    if not n:
+        print(f"{prog}: error: no complete run records in {', '.join(map(str, args.runs))}", file=sys.stderr)
+        return 2
+    print(f"{prog}: {n} runs; wrote {out}")
+    if args.serve:
+        _serve(out, args.port)
+    return 0
