@@ -1,0 +1,162 @@
+"""The transcript viewer: what viewer.html holds, the view command, report.html's links, and the
+page itself in headless Chromium (open, filter, open a transcript, hostile text stays text)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_agentfloor.grading.headline import record_headline
+from pytest_agentfloor.report.viewer import build_data, render_viewer
+from pytest_agentfloor.results import read_records
+
+from tests.viewer.browser import dump_dom, screenshot
+from tests.viewer.conftest import REPO
+
+HOSTILE = '</script><script>document.title="owned"</script><img src=x onerror="document.title=\'owned\'">'
+
+
+def _records(stored: Path) -> list[dict]:
+    return read_records(stored / "reports" / "runs.jsonl")[0]
+
+
+def _view(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_agentfloor", "view", *args], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
+
+
+def test_session_writes_and_publishes_the_viewer(stored: Path) -> None:
+    reports = stored / "reports"
+    assert (reports / "viewer.html").is_file() and (reports / "latest" / "viewer.html").is_file()
+    assert "agentfloor transcripts: " in (stored / "stdout.txt").read_text()
+    page = (reports / "report.html").read_text()
+    assert 'href="viewer.html#model=fault-exhaust&amp;tier=A"' in page  # a heatmap cell
+    assert 'href="viewer.html#model=fault-hallucinate&amp;outcome=fail&amp;fm=F1"' in page  # a failure-mode bar
+
+
+def test_viewer_is_self_contained_and_holds_the_grader_account(stored: Path) -> None:
+    page = (stored / "reports" / "viewer.html").read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "default-src 'none'" in page  # the page may not fetch anything, even if text tried to
+    index, runs = build_data([("s", _records(stored))])
+    rows = [dict(zip(index["columns"], r)) for r in index["rows"]]
+    assert {r["model"] for r in rows} == {"oracle", "fault-exhaust", "fault-hallucinate", "fault-malformed",
+                                          "fault-partial"}
+    i = next(n for n, r in enumerate(rows) if r["model"] == "fault-exhaust" and r["tier"] == "A")
+    assert rows[i]["headline"].startswith("turn budget exhausted") and "(F4) — unmet: Q" in rows[i]["headline"]
+    unmet = [v for v in runs["runs"][i]["v"] if not v["ok"]]
+    assert unmet and unmet[0]["c"] == "Q" and runs["strings"][unmet[0]["e"]]  # expected vs observed are kept
+
+
+def test_view_command_errors_and_output(stored: Path, tmp_path: Path) -> None:
+    out = _view(str(tmp_path / "missing.jsonl"))
+    assert out.returncode == 2 and "no such file" in out.stderr
+    (tmp_path / "empty.jsonl").write_text("not json\n")
+    out = _view(str(tmp_path / "empty.jsonl"), "--out", str(tmp_path / "v.html"))
+    assert out.returncode == 2 and "no complete run records" in out.stderr and ":1: not a JSON record" in out.stderr
+    out = _view(str(stored / "reports" / "runs.jsonl"), "--out", str(tmp_path))
+    assert out.returncode == 0 and (tmp_path / "viewer.html").is_file(), out.stderr
+
+
+def test_cause_first_summary_lines_differ_at_80_columns(stored: Path) -> None:
+    lines = [ln for ln in (stored / "stdout.txt").read_text().splitlines() if ln.startswith("FAILED ")]
+    assert lines and all(len(ln) <= 80 for ln in lines)
+    first = {}
+    for ln in lines:
+        model = re.search(r"-(fault-[a-z_]+)\]", ln).group(1)
+        first.setdefault(model, ln.split(" - ", 1)[1])
+    assert first["fault-exhaust"].startswith("turn budget")
+    assert first["fault-hallucinate"].startswith("hallucinated")
+    assert first["fault-malformed"].startswith("malformed")
+    assert len(set(first.values())) == len(first)
+
+
+def test_failure_message_shows_failed_calls_and_cuts_arguments(stored: Path) -> None:
+    rec = next(r for r in _records(stored) if r["model"] == "fault-hallucinate" and r["tier"] == "B")
+    assert record_headline(rec).startswith("hallucinated tool fetch_all_records (F1)")
+    long = dict(rec, termination="final_answer")
+    call = long["trajectory"]["turns"][0]["calls"][0]
+    call["raw_arguments"] = json.dumps({"q": "x" * 500})
+    call["malformed"], long["failure_mode"] = True, "F2"
+    head = record_headline(long)
+    assert "…" in head and len(head) < 160
+
+
+def _hostile_file(stored: Path, tmp_path: Path) -> Path:
+    lines = (stored / "reports" / "runs.jsonl").read_text().splitlines()
+    rec = json.loads(next(ln for ln in lines if '"model":"fault-partial"' in ln))
+    rec["trajectory"]["turns"][-1]["content"] = HOSTILE
+    rec["trajectory"]["final_answer"] = HOSTILE
+    rec["task"] = "A1"
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(lines + [json.dumps(rec)]) + "\n")
+    return path
+
+
+def test_model_text_cannot_break_out_of_the_data_block(stored: Path, tmp_path: Path) -> None:
+    page = render_viewer([("s", read_records(_hostile_file(stored, tmp_path))[0])])
+    body = page.split('<script type="application/json" id="af-runs">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in body and "owned" in body  # held as \u003c escapes inside the JSON
+
+
+@pytest.mark.slow
+def test_viewer_in_headless_chromium(stored: Path, tmp_path: Path) -> None:
+    """Open with a filter preset and a run open (as report.html links do); hostile text stays text."""
+    path = _hostile_file(stored, tmp_path)
+    out = _view(str(path), "--out", str(tmp_path / "viewer.html"))
+    assert out.returncode == 0, out.stderr
+    n = sum(1 for _ in path.open()) - 1  # the hostile run is the last row
+    url = f"{(tmp_path / 'viewer.html').as_uri()}#model=fault-partial&tier=A&outcome=fail&run={n}"
+    dom = dump_dom(url)
+    (tmp_path / "dom.html").write_text(dom)
+    assert re.search(r'<body[^>]* data-ready="\d+"', dom), dom[:2000]
+    count = re.search(r'<span id="count">([^<]*)</span>', dom).group(1)
+    expected = sum(1 for r in read_records(path)[0] if r["model"] == "fault-partial" and r["tier"] == "A"
+                   and not r["passed"])
+    assert count.startswith(f"{expected} of {n + 1} runs")
+    detail = dom.split('id="detail"', 1)[1].split('<script', 1)[0]
+    assert "grader's account" in detail and "system prompt" in detail and "user prompt" in detail
+    assert "partial completion (F7)" in detail or "unmet" in detail
+    assert "&lt;/script&gt;&lt;script&gt;document.title" in detail  # shown as text
+    assert not re.search(r"<img\b", dom) and "<title>agentfloor runs</title>" in dom  # nothing ran, no element made
+    shot = screenshot(url, tmp_path / "viewer.png")
+    assert shot.stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_viewer_clicks_with_playwright(stored: Path, tmp_path: Path) -> None:
+    """Real clicks: pick a filter, open a run from the list, read its transcript, go back via the hash."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from tests.viewer.browser import chromium
+
+    binary = chromium()
+    page_file = stored / "reports" / "viewer.html"
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=binary, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 900, "height": 900})
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(page_file.as_uri())
+            page.wait_for_selector("body[data-ready]")
+            page.select_option("#f-model", "fault-malformed")
+            page.select_option("#f-tier", "B")
+            assert "fault-malformed" in page.url and "tier=B" in page.url
+            rows = page.locator("#list tbody tr")
+            assert rows.count() > 0
+            assert all("fault-malformed" in t for t in rows.all_inner_texts())
+            rows.first.click()
+            text = page.inner_text("#detail")
+            assert "malformed call" in text and "(F2)" in text and "arguments" in text and "result" in text
+            assert "turn 0" in text and "tokens in" in text
+            page.screenshot(path=str(tmp_path / "viewer-900.png"), full_page=False)
+            # no horizontal page overflow at 900 px: wide tables scroll inside their pane
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+            assert all(u.startswith("file://") for u in requests)
+        finally:
+            browser.close()
