@@ -69,6 +69,21 @@ class Settings:
     gate: "GateSpec | None" = None
     #: this session's own directory under report_dir/sessions/ (runs.jsonl is written there)
     session_dir: Path | None = None
+    #: --agentfloor-plan: show what would run and its estimated cost, call no model
+    plan: bool = False
+    #: --max-cost: stop running items once this session's records cost this much (USD)
+    max_cost: float | None = None
+    #: where this session's own records start in its runs.jsonl (after any resumed ones), for --max-cost
+    cost_start: int = 0
+    cost_meter: Any = None
+
+    def spent(self) -> float:
+        """USD spent by this session's records so far, as every process sees it in runs.jsonl."""
+        if self.cost_meter is None:
+            from .plan import CostMeter
+
+            self.cost_meter = CostMeter((self.session_dir or self.report_dir) / "runs.jsonl", self.cost_start)
+        return self.cost_meter.read()
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
@@ -214,7 +229,12 @@ def add_options(parser: pytest.Parser) -> None:
         default="0", metavar="N")
     add("--gate-baseline-model", "agentfloor_gate_baseline_model", "the baseline model when the file holds several",
         default="", metavar="NAME")
+    add("--max-cost", "agentfloor_max_cost",
+        "stop once this session's runs cost this many USD: remaining items are skipped, the run is PARTIAL",
+        default="", metavar="USD")
     for flag, ini, text in (
+        ("--agentfloor-plan", "agentfloor_plan",
+         "show items, requests, estimated cost and wall time per model and tier; call no model"),
         ("--record", "agentfloor_record", "store every model request and response in the report dir's cassettes"),
         ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
         ("--resume", "agentfloor_resume", "skip items already complete in runs.jsonl (same case and model config)"),
@@ -371,7 +391,13 @@ def read_settings(config: pytest.Config) -> Settings:
     record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
     if record and replay:
         raise pytest.UsageError("--record and --replay exclude each other")
+    max_cost_raw = str(_opt(config, "agentfloor_max_cost") or "").strip()
+    max_cost = None
+    if max_cost_raw:
+        max_cost = _float_opt(config, "agentfloor_max_cost", "--max-cost", 0.0, 1e9, "US dollars", low_open=True)
     return Settings(
+        plan=bool(_opt(config, "agentfloor_plan")),
+        max_cost=max_cost,
         reference=reference,
         callsite_weights=callsite_weights,
         margin_pp=margin,

@@ -46,6 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[settings_key] = settings
     if not hasattr(config, "workerinput"):
         settings.gate = gate_spec(config)
+        if settings.plan:  # collect only: no report dir, no probe, no model server, no xdist workers
+            config.option.collectonly = True
     if targets_cases(config):
         # a broken case file is reported as a collection error, but must not stop a sweep
         config.option.continue_on_collection_errors = True
@@ -55,6 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         settings.resume_keys = set(config.workerinput.get("agentfloor_resume", ()))
         settings.probes = {k: tuple(v) for k, v in config.workerinput.get("agentfloor_probe", {}).items()}
+        settings.cost_start = int(config.workerinput.get("agentfloor_cost_start", 0))
         if config.workerinput.get("agentfloor_session_dir"):
             settings.session_dir = Path(config.workerinput["agentfloor_session_dir"])
         if "agentfloor_local_urls" in config.workerinput:
@@ -138,6 +141,7 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["agentfloor_resume"] = sorted(settings.resume_keys)
     node.workerinput["agentfloor_probe"] = {k: list(v) for k, v in settings.probes.items()}
     node.workerinput["agentfloor_session_dir"] = str(settings.session_dir or "")
+    node.workerinput["agentfloor_cost_start"] = settings.cost_start
     if settings.local_servers:
         from .local.session import WORKERINPUT_KEY, worker_urls
 
@@ -149,6 +153,18 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     session = node.config.stash.get(session_key, None)
     if session is not None:
         session.resumed.update(getattr(node, "workeroutput", {}).get("agentfloor_resumed", ()))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """--max-cost: once this session's records cost the cap, every remaining item is skipped."""
+    settings = item.config.stash[settings_key]
+    if settings.max_cost is not None and isinstance(item, CaseItem):
+        spent = settings.spent()
+        if spent >= settings.max_cost:
+            from .plan import max_cost_reason
+
+            pytest.skip(max_cost_reason(settings.max_cost, spent))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -64,6 +64,8 @@ class AgentFloorSession:
         self.outcomes: set[str] = set()  # node ids of the items that reached an outcome
         self.probe_skips: Counter[tuple[str, str, str]] = Counter()
         self.probe_errors: Counter[str] = Counter()
+        self.cost_skips = 0  # items skipped by --max-cost
+        self.plan_lines: list[str] = []
         self.run: dict[str, Any] | None = None  # session.json, once the session has finished
         self.summary: Any = None
         self.report_error: str | None = None
@@ -99,6 +101,8 @@ class AgentFloorSession:
         # a resumed session continues the earlier one: its runs.jsonl alone must hold every result
         for record in self.previous.values():
             st.log().append(record)
+        runs = st.session_dir / "runs.jsonl"
+        st.cost_start = runs.stat().st_size if runs.exists() else 0  # --max-cost counts this session's runs only
 
     def close(self) -> None:
         if self.lock is not None:
@@ -173,6 +177,8 @@ class AgentFloorSession:
             m = _PROBE_SKIP.search(str(report.longrepr[2]))
             if m:
                 self.probe_skips[(m["model"], m["cls"], m["detail"])] += 1
+        if is_case and report.when == "setup" and report.skipped and "--max-cost" in str(report.longrepr):
+            self.cost_skips += 1
         if is_case and report.when == "setup" and report.failed and _PROBE_ERROR in str(report.longrepr):
             m = re.search(r"model '(.+?)' not run", str(report.longrepr))
             self.probe_errors[m.group(1) if m else "?"] += 1
@@ -186,6 +192,26 @@ class AgentFloorSession:
         if report.failed:
             self.other_failures += 1
             self.collection_errors += 1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """--agentfloor-plan (and --co): what the collected items would cost; the plan lists no items."""
+        if not self.config.option.collectonly:
+            return
+        from .items import CaseItem
+        from .plan import build_plan, render_plan
+
+        cases = [i for i in session.items if isinstance(i, CaseItem)]
+        if not cases:
+            return
+        rows, n_sessions = build_plan(cases, self.settings.report_dir)
+        workers = self.config.getoption("numprocesses", None)
+        workers = workers if isinstance(workers, int) else 1
+        pricing = {m.name: ", ".join(f"{k}={v:g}" for k, v in m.public().get("pricing", {}).items() if v is not None)
+                   or "none" for m in self.settings.selected}
+        self.plan_lines = render_plan(rows, n_sessions, workers, pricing)
+        if self.settings.plan:
+            session.items = []  # the plan replaces pytest's list of the collected items
 
     # -- session end: what ran, the gate, the report files ----------------------------------
     def _run_info(self, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
@@ -201,6 +227,8 @@ class AgentFloorSession:
             reasons.append(f"{self.deselected} item(s) deselected")
         for model, n in sorted(self.probe_errors.items()):
             reasons.append(f"model {model}: endpoint failed the probe, {n} item(s) not run")
+        if self.cost_skips and self.settings.max_cost is not None:
+            reasons.append(f"stopped at --max-cost {self.settings.max_cost:g} USD: {self.cost_skips} item(s) skipped")
         expected = int(getattr(session, "testscollected", 0) or 0)
         ran = len(self.outcomes)
         if not stopped and expected > ran and ran:
@@ -327,6 +355,11 @@ class AgentFloorSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
+        for line in self.plan_lines:
+            tr.write_line(line)
+        if self.cost_skips and self.settings.max_cost is not None:
+            tr.write_line(f"agentfloor: --max-cost {self.settings.max_cost:g} USD reached: {self.cost_skips} item(s) "
+                          "skipped, the run is PARTIAL", yellow=True, bold=True)
         for problem in self.problems:
             tr.write_line(f"agentfloor: {problem}", yellow=True)
         for name, (cls, detail) in sorted(self.settings.probes.items()):

@@ -1,0 +1,155 @@
+"""What a session will cost before it runs (`--agentfloor-plan`), and the `--max-cost` cap while it runs.
+
+The plan counts the collected items per model and tier, the most model requests they may make
+(one per turn of each item's budget) and, from earlier runs of the same model and tier in the
+report directory, the requests, cost and wall time to expect. It never calls a model.
+
+The cap reads the running cost from the session's runs.jsonl, which every process (the
+controller or any xdist worker) appends to, so all workers stop at the same total.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .results import read_records
+from .suite.schema import TIERS
+
+
+@dataclass
+class History:
+    """Means of earlier runs of one model on one tier."""
+
+    runs: int = 0
+    turns: float = 0.0
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+
+    def add(self, r: dict[str, Any]) -> None:
+        self.runs += 1
+        self.turns += float(r.get("turns") or 0)
+        self.cost_usd += float(r.get("cost_usd") or 0)
+        self.wall_s += float(r.get("wall_s") or 0)
+
+
+@dataclass
+class PlanRow:
+    model: str
+    tier: str
+    items: int
+    max_requests: int
+    history: History = field(default_factory=History)
+
+    @property
+    def expected_requests(self) -> float | None:
+        h = self.history
+        return self.items * h.turns / h.runs if h.runs else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        h = self.history
+        return self.items * h.cost_usd / h.runs if h.runs else None
+
+    @property
+    def wall_s(self) -> float | None:
+        h = self.history
+        return self.items * h.wall_s / h.runs if h.runs else None
+
+
+def history(report_dir: Path) -> tuple[dict[tuple[str, str], History], int]:
+    """Per (model, tier) means over every session's runs.jsonl in the report dir (infra errors left out)."""
+    out: dict[tuple[str, str], History] = defaultdict(History)
+    files = sorted(Path(report_dir).glob("sessions/*/runs.jsonl"))
+    for path in files:
+        for r in read_records(path)[0]:
+            if isinstance(r.get("model"), str) and isinstance(r.get("tier"), str) and not r.get("infra_error"):
+                out[(r["model"], r["tier"])].add(r)
+    return dict(out), len(files)
+
+
+def build_plan(items: list[Any], report_dir: Path) -> tuple[list[PlanRow], int]:
+    """Rows per model and tier for the collected case items; and how many earlier sessions were read."""
+    rows: dict[tuple[str, str], PlanRow] = {}
+    for item in items:
+        case = getattr(getattr(item, "parent", None), "case", None)
+        model = getattr(item, "model", None)
+        if case is None or model is None:
+            continue
+        row = rows.setdefault((model.name, case.tier), PlanRow(model.name, case.tier, 0, 0))
+        row.items += 1
+        row.max_requests += int(item.resolved_case.turn_budget)
+    past, n_sessions = history(report_dir)
+    for key, row in rows.items():
+        row.history = past.get(key, History())
+    order = {m: i for i, m in enumerate(dict.fromkeys(getattr(i, "model").name for i in items
+                                                      if getattr(i, "model", None) is not None))}
+    return sorted(rows.values(), key=lambda r: (order.get(r.model, 0), TIERS.index(r.tier))), n_sessions
+
+
+def _usd(x: float | None) -> str:
+    return "—" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def _dur(s: float | None) -> str:
+    if s is None:
+        return "—"
+    if s < 120:
+        return f"{s:.0f} s"
+    return f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def render_plan(rows: list[PlanRow], n_sessions: int, workers: int, pricing: dict[str, str]) -> list[str]:
+    """The plan as terminal lines: per model and tier, then a total per model and overall."""
+    head = f"{'model':24} {'tier':4} {'items':>6} {'max req':>8} {'exp req':>8} {'est cost':>10} {'est wall':>9}"
+    lines = ["agentfloor plan (no model is called):", head]
+    for r in rows:
+        exp = "—" if r.expected_requests is None else f"{r.expected_requests:,.0f}"
+        lines.append(f"{r.model[:24]:24} {r.tier:4} {r.items:>6} {r.max_requests:>8} {exp:>8} "
+                     f"{_usd(r.cost_usd):>10} {_dur(r.wall_s):>9}")
+    total_items = sum(r.items for r in rows)
+    known = [r for r in rows if r.history.runs]
+    cost = sum(r.cost_usd or 0 for r in known)
+    wall = sum(r.wall_s or 0 for r in known) / max(workers, 1)
+    lines.append(f"{'total':24} {'':4} {total_items:>6} {sum(r.max_requests for r in rows):>8} "
+                 f"{sum(r.expected_requests or 0 for r in known):>8,.0f} {_usd(cost) if known else '—':>10} "
+                 f"{_dur(wall) if known else '—':>9}")
+    unknown = sorted({r.model for r in rows if not r.history.runs})
+    lines.append(f"estimates from {n_sessions} earlier session(s) in the report dir"
+                 + (f", wall time over {workers} worker(s)" if workers > 1 else ""))
+    for m in unknown:
+        lines.append(f"no earlier runs of {m} on some tiers: its cost there is unknown (pricing: {pricing.get(m, 'none')}); "
+                     "max req is the most requests its items can make")
+    return lines
+
+
+# -- the running-cost cap ------------------------------------------------------------------
+_COST = re.compile(rb'"cost_usd":\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)')
+
+
+class CostMeter:
+    """The cost of the records appended to a runs.jsonl after `start` bytes, read incrementally."""
+
+    def __init__(self, path: Path | None, start: int = 0):
+        self.path, self.offset, self.spent = path, start, 0.0
+
+    def read(self) -> float:
+        if self.path is None or not self.path.exists():
+            return self.spent
+        with self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
+        for line in data[:end].splitlines():
+            m = _COST.search(line)
+            if m:
+                self.spent += float(m.group(1))
+        self.offset += end
+        return self.spent
+
+
+def max_cost_reason(cap: float, spent: float) -> str:
+    return f"--max-cost {cap:g} USD reached (spent {spent:.4f} USD): not run"
