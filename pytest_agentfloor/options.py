@@ -69,6 +69,8 @@ class Settings:
     gate: "GateSpec | None" = None
     #: this session's own directory under report_dir/sessions/ (runs.jsonl is written there)
     session_dir: Path | None = None
+    progress: str = "auto"
+    progress_interval: float | None = None
     #: --agentfloor-plan: show what would run and its estimated cost, call no model
     plan: bool = False
     #: --max-cost: stop running items once this session's records cost this much (USD)
@@ -229,6 +231,11 @@ def add_options(parser: pytest.Parser) -> None:
         default="0", metavar="N")
     add("--gate-baseline-model", "agentfloor_gate_baseline_model", "the baseline model when the file holds several",
         default="", metavar="NAME")
+    add("--agentfloor-progress", "agentfloor_progress",
+        "live progress per model on the controller: auto (coloured on a terminal, plain lines otherwise), "
+        "color, plain or off", default="auto", metavar="MODE")
+    add("--agentfloor-progress-interval", "agentfloor_progress_interval",
+        "seconds between progress lines (default: 10 on a terminal, 30 otherwise)", default="", metavar="S")
     add("--max-cost", "agentfloor_max_cost",
         "stop once this session's runs cost this many USD: remaining items are skipped, the run is PARTIAL",
         default="", metavar="USD")
@@ -395,7 +402,16 @@ def read_settings(config: pytest.Config) -> Settings:
     max_cost = None
     if max_cost_raw:
         max_cost = _float_opt(config, "agentfloor_max_cost", "--max-cost", 0.0, 1e9, "US dollars", low_open=True)
+    progress = str(_opt(config, "agentfloor_progress") or "auto")
+    if progress not in ("auto", "color", "plain", "off"):
+        raise pytest.UsageError(f"--agentfloor-progress: expected auto, color, plain or off, got {progress!r}")
+    interval = None
+    if str(_opt(config, "agentfloor_progress_interval") or "").strip():
+        interval = _float_opt(config, "agentfloor_progress_interval", "--agentfloor-progress-interval", 0.0, 86400.0,
+                              "seconds")
     return Settings(
+        progress=progress,
+        progress_interval=interval,
         plan=bool(_opt(config, "agentfloor_plan")),
         max_cost=max_cost,
         reference=reference,

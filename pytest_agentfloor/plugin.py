@@ -68,6 +68,9 @@ def pytest_configure(config: pytest.Config) -> None:
         session = AgentFloorSession(config, settings)
         config.stash[session_key] = session
         config.pluginmanager.register(session, "agentfloor-session")
+        from .progress import install
+
+        install(config, settings.progress, settings.progress_interval)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
