@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from .plan import tier_order
 from .suite.schema import TIERS
 
 
@@ -62,7 +63,7 @@ def paired_rows(cand: Series, ref: Series, *, margin_pp: float, n_boot: int, see
 
     keys = sorted(k for k in cand.runs if k in ref.runs and not cand.runs[k].get("infra_error")
                   and not ref.runs[k].get("infra_error"))
-    tiers = sorted({cand.runs[k]["tier"] for k in keys}, key=TIERS.index)
+    tiers = sorted({cand.runs[k]["tier"] for k in keys}, key=tier_order)
     tests = []
     for scope in tiers + ["overall"]:
         ks = [k for k in keys if scope == "overall" or cand.runs[k]["tier"] == scope]

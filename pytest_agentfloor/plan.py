@@ -75,19 +75,25 @@ def build_plan(items: list[Any], report_dir: Path) -> tuple[list[PlanRow], int]:
     """Rows per model and tier for the collected case items; and how many earlier sessions were read."""
     rows: dict[tuple[str, str], PlanRow] = {}
     for item in items:
-        case = getattr(getattr(item, "parent", None), "case", None)
         model = getattr(item, "model", None)
-        if case is None or model is None:
+        case = item.resolved_case if model is not None else None
+        if case is None:
             continue
-        row = rows.setdefault((model.name, case.tier), PlanRow(model.name, case.tier, 0, 0))
+        tier = str(case.tier)
+        row = rows.setdefault((model.name, tier), PlanRow(model.name, tier, 0, 0))
         row.items += 1
-        row.max_requests += int(item.resolved_case.turn_budget)
+        row.max_requests += int(getattr(case, "turn_budget", 1) or 1)  # a call-site case is one request
     past, n_sessions = history(report_dir)
     for key, row in rows.items():
         row.history = past.get(key, History())
     order = {m: i for i, m in enumerate(dict.fromkeys(getattr(i, "model").name for i in items
                                                       if getattr(i, "model", None) is not None))}
-    return sorted(rows.values(), key=lambda r: (order.get(r.model, 0), TIERS.index(r.tier))), n_sessions
+    return sorted(rows.values(), key=lambda r: (order.get(r.model, 0), tier_order(r.tier))), n_sessions
+
+
+def tier_order(tier: str) -> tuple[int, str]:
+    """Ladder tiers in ladder order, then any other kind's tier (call sites) by name."""
+    return (TIERS.index(tier), "") if tier in TIERS else (len(TIERS), tier)
 
 
 def _usd(x: float | None) -> str:

@@ -14,9 +14,10 @@ import pytest
 from tests.viewer.conftest import REPO, run_session
 
 
-def compare(*args: str) -> subprocess.CompletedProcess[str]:
+def compare(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest_agentfloor", "compare", *args, "--n-boot", "2000"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300,
+                          cwd=cwd)
 
 
 def gate_lines(text: str) -> list[str]:
@@ -72,7 +73,8 @@ def test_same_model_from_two_sessions_kept_apart(baseline: Path, tmp_path: Path)
 def test_paired_rows_and_changed_items(baseline: Path) -> None:
     run_session(baseline, "--model", "fault-exhaust", "--report-dir", "worse")
     out = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / "worse" / "runs.jsonl"), "--viewer",
-                  "v.html")
+                  "v.html", cwd=baseline)
+    assert (baseline / "v.html").is_file()
     rows = {m.group(1): m for m in re.finditer(
         r"^  (A|B|overall)\s+(\d+)\s+([\d.]+)%\s+([\d.]+)%\s+([-+\d.]+)\s+\[([-+\d.]+), ([-+\d.]+)\]\s+(\d+)/(\d+)",
         out.stdout, re.M)}
