@@ -160,3 +160,24 @@ def test_viewer_clicks_with_playwright(stored: Path, tmp_path: Path) -> None:
             assert all(u.startswith("file://") for u in requests)
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+def test_call_site_run_in_the_viewer(tmp_path: Path) -> None:
+    """A call-site item is one request: its one turn, the site's rule verdicts and its facets show."""
+    import shutil
+
+    from tests.viewer.conftest import run_session
+
+    (tmp_path / "cases").mkdir()
+    shutil.copytree(REPO / "cases" / "callsite", tmp_path / "cases" / "callsite")
+    out = run_session(tmp_path, "--model", "fault-hallucinate", "-k", "action_label")
+    runs = tmp_path / "reports" / "runs.jsonl"
+    assert runs.is_file(), out.stdout[-2000:]
+    records = read_records(runs)[0]
+    n = next(i for i, r in enumerate(records) if not r["passed"])
+    dom = dump_dom(f"{(tmp_path / 'reports' / 'viewer.html').as_uri()}#run={n}")
+    detail = dom.split('id="detail"', 1)[1].split('<script', 1)[0]
+    assert "tier callsite" in detail and "1 turn(s)" in detail and "turn 0 · " in detail and "turn 1 · " not in detail
+    assert "action_label.valid_label" in detail and "unmet" in detail and '"kind": "callsite"' in detail
+    assert "user prompt" in detail and records[n]["trajectory"]["turns"][0]["content"].split()[0] in detail

@@ -154,11 +154,14 @@
     var o = el("p"); o.appendChild(el("span", r[C.outcome], r[C.outcome].toUpperCase()));
     if (r[C.headline]) { o.appendChild(document.createTextNode(" ")); o.appendChild(el("span", "head", r[C.headline])); }
     pane.appendChild(o);
-    var lim = d.lim || [];
+    var lim = d.lim || [], limits = [];
+    [[0, "turns"], [1, "calls"], [2, "tokens"]].forEach(function (p) {
+      if (lim[p[0]] !== null && lim[p[0]] !== undefined) limits.push(lim[p[0]] + " " + p[1]);
+    });
     pane.appendChild(el("p", "meta", "tier " + r[C.tier] + " · ended by " + (d.end || "?") + " · " + r[C.turns] +
       " turn(s), " + r[C.calls] + " call(s) · tokens " + r[C.tokens_in] + " in / " + r[C.tokens_out] + " out · model " +
-      r[C.latency_s] + " s · cost $" + r[C.cost_usd] + " · limits: " + lim[0] + " turns, " + lim[1] + " calls, " +
-      lim[2] + " tokens" + (d.node ? " · " + d.node : "") + (idx.sources.length > 1 ? " · session " + r[C.source] : "")));
+      r[C.latency_s] + " s · cost $" + r[C.cost_usd] + (limits.length ? " · limits: " + limits.join(", ") : "") +
+      (d.node ? " · " + d.node : "") + (idx.sources.length > 1 ? " · session " + r[C.source] : "")));
     if (d.err !== null) pane.appendChild(msg("system", "error", S(d.err)));
     pane.appendChild(el("h3", null, "grader's account"));
     var vt = el("table", "verdicts"), hr = el("tr");
@@ -172,12 +175,13 @@
       vt.appendChild(tr);
     });
     pane.appendChild(vt);
-    if (r[C.outcome] === "fail") pane.appendChild(el("p", "meta", "failure mode " + (r[C.failure_mode] || "—") + " (" +
-      (idx.failure_names[r[C.failure_mode]] || "custom") + ") · first unmet " + (r[C.first_unmet] || "—") +
-      " · terminal flag " + (r[C.terminal_flag] || "—")));
+    if (r[C.outcome] === "fail") pane.appendChild(el("p", "meta", (r[C.failure_mode] ? "failure mode " +
+      r[C.failure_mode] + " (" + (idx.failure_names[r[C.failure_mode]] || "custom") + ") · " : "") + "first unmet " +
+      (r[C.first_unmet] || "—") + " · terminal flag " + (r[C.terminal_flag] || "—")));
     if (d.x !== null) { pane.appendChild(el("h3", null, "judge and other fields")); pane.appendChild(pre(pretty(S(d.x)))); }
     pane.appendChild(el("h3", null, "transcript"));
-    if (d.tools !== null) pane.appendChild(el("p", "meta", "tools offered: " + JSON.parse(S(d.tools)).join(", ")));
+    var tools = d.tools !== null ? JSON.parse(S(d.tools)) : [];
+    if (tools.length) pane.appendChild(el("p", "meta", "tools offered: " + tools.join(", ")));
     if (d.sys !== null) pane.appendChild(msg("system", "system prompt", S(d.sys)));
     if (d.usr !== null) pane.appendChild(msg("user", "user prompt", S(d.usr)));
     d.turns.forEach(function (t, n) {
