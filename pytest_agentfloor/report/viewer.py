@@ -93,7 +93,8 @@ def _detail(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
     if not isinstance(verdicts, list):  # records written before verdicts were stored: pass/fail only
         obl = record.get("obligations") if isinstance(record.get("obligations"), dict) else {}
         verdicts = [{"code": k, "ok": bool(v)} for k, v in obl.items()]
-    extra = {k: record[k] for k in ("judge", "kind", "facets", "protocol", "protocol_params", "capped") if k in record}
+    extra = {k: record[k] for k in ("judge", "kind", "facets", "protocol", "protocol_params", "capped")
+             if record.get(k) is not None}
     return {
         "sys": strings(_messages_of(traj, "system")), "usr": strings(_messages_of(traj, "user")),
         "tools": strings(traj.get("tools")), "turns": turns, "ans": strings(traj.get("final_answer")),

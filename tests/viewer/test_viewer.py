@@ -181,3 +181,28 @@ def test_call_site_run_in_the_viewer(tmp_path: Path) -> None:
     assert "tier callsite" in detail and "1 turn(s)" in detail and "turn 0 · " in detail and "turn 1 · " not in detail
     assert "action_label.valid_label" in detail and "unmet" in detail and '"kind": "callsite"' in detail
     assert "user prompt" in detail and records[n]["trajectory"]["turns"][0]["content"].split()[0] in detail
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [900, 1600])
+def test_report_and_viewer_fit_900_and_1600_px(stored: Path, tmp_path: Path, width: int) -> None:
+    """No page-wide horizontal scroll; a chart or table wider than the page scrolls inside its own box."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from tests.viewer.browser import chromium
+
+    unboxed = """() => { const out = []; document.querySelectorAll('table, svg').forEach(e => {
+        const r = e.getBoundingClientRect(); let p = e.parentElement, boxed = false;
+        while (p) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll') { boxed = true; break; }
+                    p = p.parentElement; }
+        if (r.right > window.innerWidth + 1 && !boxed) out.push(e.tagName); }); return out; }"""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            for name in ("report.html", "viewer.html#outcome=fail&run=0"):
+                page.goto((stored / "reports").as_uri() + "/" + name)
+                assert page.evaluate("document.documentElement.scrollWidth") <= width + 1, name
+                assert page.evaluate(unboxed) == [], name
+                page.screenshot(path=str(tmp_path / f"{name[:6]}-{width}.png"))
+        finally:
+            browser.close()

@@ -128,6 +128,8 @@
       var t = ev.target.closest("tr");
       if (!t) return;
       var h = readHash(); h.run = t.dataset.run; writeHash(h); route();
+      var pane = document.getElementById("detail");
+      if (pane.getBoundingClientRect().top > window.innerHeight) pane.scrollIntoView();  // one-column layout
     });
     table.appendChild(body); list.appendChild(table);
     if (n > shown) {
@@ -178,7 +180,6 @@
     if (r[C.outcome] === "fail") pane.appendChild(el("p", "meta", (r[C.failure_mode] ? "failure mode " +
       r[C.failure_mode] + " (" + (idx.failure_names[r[C.failure_mode]] || "custom") + ") · " : "") + "first unmet " +
       (r[C.first_unmet] || "—") + " · terminal flag " + (r[C.terminal_flag] || "—")));
-    if (d.x !== null) { pane.appendChild(el("h3", null, "judge and other fields")); pane.appendChild(pre(pretty(S(d.x)))); }
     pane.appendChild(el("h3", null, "transcript"));
     var tools = d.tools !== null ? JSON.parse(S(d.tools)) : [];
     if (tools.length) pane.appendChild(el("p", "meta", "tools offered: " + tools.join(", ")));
@@ -204,6 +205,7 @@
     });
     if (d.ans !== null) pane.appendChild(msg("user", "final answer", S(d.ans)));
     if (d.sub !== null) pane.appendChild(msg("system", "submissions", pretty(S(d.sub))));
+    if (d.x !== null) { pane.appendChild(el("h3", null, "judge, kind and other fields")); pane.appendChild(pre(pretty(S(d.x)))); }
   }
   function apply(fromUi) {
     var h = fromUi ? Object.assign(readHash(), state()) : readHash();
