@@ -220,7 +220,7 @@ def test_cli_as_a_subprocess_matches_the_session_with_the_same_options(records: 
          "--reference", "mid-8b", "--margin", "5", "--n-boot", "300", "--seed", "11", "--infra-as-failure",
          "--cluster", "task"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "wrote summary.json, tcr.csv, report.md, report.html to" in proc.stdout
+    assert "wrote summary.json, tcr.csv, report.md, report.html, viewer.html to" in proc.stdout
     assert read_all(tmp_path / "cli") == read_all(tmp_path / "session")
 
 
