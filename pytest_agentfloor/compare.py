@@ -113,6 +113,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gate-tiers", default="", metavar="LIST", help="tiers the gate checks (default: all present)")
     p.add_argument("--gate-floor", action="append", default=[], metavar="TIER>=X",
                    help="absolute TCR floor, e.g. tier_A>=0.90; repeatable")
+    p.add_argument("--noninferiority-bound", choices=("two-sided", "one-sided"), default="two-sided",
+                   help="bound that certifies non-inferiority (default two-sided, as --noninferiority-bound)")
+    p.add_argument("--gate-min-pairs", type=int, default=0, metavar="N",
+                   help="raise the pairs a gated tier needs before it can pass (as --gate-min-pairs)")
     p.add_argument("--gate-baseline-model", default=None, metavar="NAME",
                    help="the baseline model when the first file holds several")
     p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
@@ -125,7 +129,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .gate import GateError, evaluate, load_baseline, parse_floor
+    from .gate import GateError, parse_floor
     from .report.viewer import load_sources, write_viewer
 
     args = parser().parse_args(argv)
@@ -193,27 +197,60 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    ... {len(changed) - args.changed} more (--changed N lists more)")
         # the gate, exactly as a session run with --baseline <first file> would give it
         print()
-        try:
-            baseline, gate_notes = load_baseline(args.runs[0])
-            result = evaluate(records, baseline, margin_pp=args.gate_margin, tiers=tiers, floors=floors,
-                              baseline_model=args.gate_baseline_model)
-        except (GateError, KeyError, ValueError) as exc:
-            print(f"gate: cannot evaluate: {exc}")
-            status = max(status, 1)
-            continue
-        print(f"agentfloor gate: {result.candidate} vs {result.baseline} ({args.runs[0]})")
-        for v in result.verdicts:
-            print(v.line(args.gate_margin))
-        if result.unpaired_candidate or result.unpaired_baseline:
-            print(f"gate: unpaired runs: {result.unpaired_candidate} candidate run(s) without a baseline "
-                  f"counterpart, {result.unpaired_baseline} baseline run(s) not re-run")
-        for note in result.notes:
-            print(f"gate: {note}")
-        failed = [v.tier for v in result.verdicts if not v.passed]
-        print("agentfloor gate: PASSED" if result.passed else f"agentfloor gate: FAILED ({', '.join(failed) or 'see above'})")
-        if not result.passed:
-            status = 1
+        status = max(status, _gate(args, records, path, tiers, floors))
     return status
+
+
+def stopped_reasons(runs_file: Path) -> list[str]:
+    """The PARTIAL reasons in the session.json beside a runs file that say it stopped early (not a
+    narrowed selection, which the gate judges itself), as the session gives them to the gate."""
+    from .reportdir import read_session
+    from .runinfo import narrowing
+
+    run = read_session(runs_file.parent)
+    if not run:
+        return []
+    try:
+        narrowed = set(narrowing(run.get("selection") or {}, Path.cwd()))
+    except (KeyError, TypeError, AttributeError):
+        narrowed = set()
+    return [r for r in run.get("partial_reasons") or []
+            if r not in narrowed and not str(r).startswith("selection narrower than the case set")]
+
+
+def _gate(args: argparse.Namespace, records: list[dict[str, Any]], path: Path, tiers: list[str] | None,
+          floors: dict[str, float]) -> int:
+    """Print the gate's lines as the session prints them; 0 passed, 1 failed."""
+    from .gate import GateError, evaluate, load_baseline
+
+    try:
+        baseline, _ = load_baseline(args.runs[0])
+        result = evaluate(records, baseline, margin_pp=args.gate_margin, tiers=tiers, floors=floors,
+                          baseline_model=args.gate_baseline_model, decision=args.noninferiority_bound,
+                          min_pairs=args.gate_min_pairs, partial=stopped_reasons(path))
+    except (GateError, KeyError, ValueError) as exc:
+        print("agentfloor gate: FAILED")
+        print(f"gate: cannot evaluate: {exc}")
+        return 1
+    print(f"agentfloor gate: {result.candidate} vs {result.baseline} ({args.runs[0].name})")
+    print(f"gate: {result.method}; a tier needs at least {result.n_min} pairs to be certified at "
+          f"-{args.gate_margin:g} pp")
+    for blocker in result.blockers:
+        print(f"gate: {blocker}")
+    for v in result.verdicts:
+        print(v.line(args.gate_margin))
+    if result.unpaired_candidate or result.unpaired_baseline:
+        print(f"gate: unpaired runs: {result.unpaired_candidate} candidate run(s) without a baseline "
+              f"counterpart, {result.unpaired_baseline} baseline run(s) not re-run")
+    for note in result.notes:
+        print(f"gate: {note}")
+    if result.passed:
+        print("agentfloor gate: PASSED")
+        return 0
+    failed = [v.tier for v in result.verdicts if not v.passed]
+    print(f"agentfloor gate: FAILED ({', '.join(failed) or 'see above'})")
+    print(f"gate: FAILED: {result.reason()}")
+    return 1
 
 
 if __name__ == "__main__":

@@ -21,15 +21,19 @@ def compare(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 
 def gate_lines(text: str) -> list[str]:
-    keep = re.compile(r"^(gate tier |gate: unpaired|agentfloor gate: (PASSED|FAILED))")
+    keep = re.compile(r"^(gate tier |gate: |agentfloor gate: )")
     return [re.sub(r"^=+ | =+$", "", ln).strip() for ln in text.splitlines()
             if keep.match(re.sub(r"^=+ ", "", ln))]
+
+
+#: every instance: 50 pairs in tiers A and B, above the 35 the guarded gate needs to certify a tier
+PAIRS = ["--instances", "all"]
 
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("compare")
-    out = run_session(where, "--model", "oracle", "--report-dir", "base")
+    out = run_session(where, "--model", "oracle", "--report-dir", "base", *PAIRS)
     assert out.returncode == 0, out.stdout[-2000:]
     return where
 
@@ -39,12 +43,13 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("fault-partial", [], 1),
     ("oracle", ["--gate-floor", "tier_A>=0.95", "--gate-tiers", "A"], 0),
     ("fault-wrong_tool", ["--gate-margin", "60"], None),  # whatever the session decides
+    ("oracle", ["--noninferiority-bound", "one-sided", "--gate-min-pairs", "60"], 1),  # too few pairs: blocked
 ])
 def test_compare_gives_the_session_gate_verdict(baseline: Path, model: str, extra: list[str],
                                                 status: int | None) -> None:
     cand = f"cand-{model}-{len(extra)}"
     session = run_session(baseline, "--model", model, "--report-dir", cand, "--baseline", "base/runs.jsonl",
-                          "-q", *extra)
+                          "-q", *PAIRS, *extra)
     stored = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / cand / "runs.jsonl"), *extra)
     assert stored.returncode == session.returncode, (session.stdout[-1500:], stored.stdout, stored.stderr)
     if status is not None:
@@ -54,7 +59,7 @@ def test_compare_gives_the_session_gate_verdict(baseline: Path, model: str, extr
 
 
 def test_same_model_from_two_sessions_kept_apart(baseline: Path, tmp_path: Path) -> None:
-    again = run_session(baseline, "--model", "oracle,fault-resign", "--report-dir", "again")
+    again = run_session(baseline, "--model", "oracle,fault-resign", "--report-dir", "again", *PAIRS)
     assert (baseline / "again" / "runs.jsonl").is_file(), again.stdout[-2000:]
     viewer = tmp_path / "both.html"
     out = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / "again" / "runs.jsonl"),
@@ -71,7 +76,7 @@ def test_same_model_from_two_sessions_kept_apart(baseline: Path, tmp_path: Path)
 
 
 def test_paired_rows_and_changed_items(baseline: Path) -> None:
-    run_session(baseline, "--model", "fault-exhaust", "--report-dir", "worse")
+    run_session(baseline, "--model", "fault-exhaust", "--report-dir", "worse", *PAIRS)
     out = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / "worse" / "runs.jsonl"), "--viewer",
                   "v.html", cwd=baseline)
     assert (baseline / "v.html").is_file()
