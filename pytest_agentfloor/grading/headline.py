@@ -32,6 +32,7 @@ def _limit_cause(termination: str | None, limits: Sequence[Any], turns: int) -> 
         "token_budget": f"token budget of {token_budget} exceeded" if token_budget else "token budget exceeded",
         "truncated": "reply truncated at the completion cap",
         "timeout": "episode timed out",
+        "context_limit": "prompt outgrew the context window",
         "infeasible": "stopped: the work left exceeds the call limit",
     }.get(termination or "")
 
