@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,27 +18,33 @@ CANDIDATES = ("chromium", "chromium-headless-shell", "chromium-browser", "google
 
 
 def chromium() -> str:
-    """The browser binary, or skip the test with the command that installs one."""
+    """The browser binary; without one the test is skipped, or fails where AGENTFLOOR_REQUIRE_BROWSER=1
+    (as .ci/run sets it, after installing Debian's chromium)."""
     for name in (os.environ.get("AGENTFLOOR_CHROMIUM", ""), *CANDIDATES):
         path = shutil.which(name) if name else None
         if path:
             return path
+    if os.environ.get("AGENTFLOOR_REQUIRE_BROWSER", "").strip() == "1":
+        pytest.fail(f"AGENTFLOOR_REQUIRE_BROWSER=1 but none of {', '.join(CANDIDATES)} is on PATH", pytrace=False)
     pytest.skip("no headless Chromium (apt-get install -y chromium)")
 
 
-def _args(*extra: str) -> list[str]:
-    return [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            "--disable-background-networking", "--disable-component-update", "--virtual-time-budget=5000", *extra]
+def _run(*extra: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """One headless run with a throw-away profile, so parallel runs never share one."""
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+                               "--disable-sync", f"--user-data-dir={profile}", "--virtual-time-budget=5000", *extra],
+                              capture_output=True, text=True, timeout=timeout, env={**os.environ, "HOME": profile})
 
 
 def dump_dom(url: str, timeout: float = 120) -> str:
-    out = subprocess.run(_args("--dump-dom", url), capture_output=True, text=True, timeout=timeout)
+    out = _run("--dump-dom", url, timeout=timeout)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
 
 def screenshot(url: str, path: Path, width: int = 1600, height: int = 1000, timeout: float = 120) -> Path:
-    out = subprocess.run(_args(f"--screenshot={path}", f"--window-size={width},{height}", url),
-                         capture_output=True, text=True, timeout=timeout)
+    out = _run(f"--screenshot={path}", f"--window-size={width},{height}", url, timeout=timeout)
     assert out.returncode == 0 and path.is_file() and path.stat().st_size > 1000, out.stderr[-2000:]
     return path
