@@ -15,6 +15,7 @@ import pytest
 from .config import ModelConfig
 from .corpus import config_fingerprint, resume_key
 from .kinds import CaseKind, Entry, kind_named, load_file
+from .nodeids import item_name, item_nodeid
 from .options import settings_key
 from .providers.base import ProviderError
 from .render import safe_text
@@ -51,6 +52,27 @@ def _register_marker(config: pytest.Config, name: str) -> None:
         known.add(name)
 
 
+#: the records an item made in the current phase; plugin.py moves them onto that phase's report
+records_key = pytest.StashKey[list[dict[str, Any]]]()
+
+
+def junit_properties_wanted(config: pytest.Config) -> bool:
+    """Not under --junitxml with junit_family=xunit2, whose schema has no per-testcase properties."""
+    return not (getattr(config.option, "xmlpath", None) and config.getini("junit_family") == "xunit2")
+
+
+def save_record(item: pytest.Item, record: dict[str, Any]) -> None:
+    """Store one run record: hooks, runs.jsonl, the item's report (for the controller) and JUnit properties.
+
+    Benchmark items and users' tests (through `agentfloor_episode(..., record=True)`) share this.
+    """
+    item.ihook.pytest_agentfloor_record(record=record)
+    if junit_properties_wanted(item.config):
+        item.user_properties.extend(properties(record))
+    item.stash.setdefault(records_key, []).append(record)
+    item.config.stash[settings_key].log().append(record)
+
+
 class CaseFile(pytest.File):
     """One case file; its items are (case, variant, instance, run, model) combinations.
 
@@ -59,6 +81,9 @@ class CaseFile(pytest.File):
     """
 
     def collect(self) -> Iterator["CaseItem"]:
+        settings = self.config.stash[settings_key]
+        if settings.error:  # a run that did not look like a benchmark run deferred this usage error
+            raise pytest.UsageError(settings.error)
         self.kind, entries = load_file(self.path)
         ids = self.config.stash.setdefault(case_ids_key, {})
         for entry in entries:
@@ -66,7 +91,6 @@ class CaseFile(pytest.File):
             if first != self.path:  # records are keyed by case id: a second file would silently replace them
                 raise CaseError(self.path, [f"id: case id {entry.id!r} is already defined in {first}; "
                                             "every case file needs its own id"])
-        settings = self.config.stash[settings_key]
         for entry in entries:
             specs = [(v, i) for v, i in entry.specs
                      if (settings.variants is None or v in settings.variants)
@@ -75,8 +99,10 @@ class CaseFile(pytest.File):
                 fingerprint = config_fingerprint(model.public(), settings.protocol.params())
                 for v, i in specs:
                     for r in range(settings.runs):
-                        item = CaseItem.from_parent(self, name=f"{entry.id}[{v}-{i}-r{r}-{model.name}]",
-                                                    entry=entry, variant=v, instance=i, run=r, model=model)
+                        item = CaseItem.from_parent(
+                            self, name=item_name(entry.id, v, i, r, model.name),
+                            nodeid=item_nodeid(self.nodeid, entry.id, v, i, r, model.name),
+                            entry=entry, variant=v, instance=i, run=r, model=model)
                         item.resume_key = resume_key(model.name, entry.id, v, i, r, entry.content_hash,
                                                      fingerprint)
                         yield item
@@ -84,6 +110,8 @@ class CaseFile(pytest.File):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, CaseError):
             return excinfo.value.render()
+        if isinstance(excinfo.value, pytest.UsageError):
+            return str(excinfo.value)
         return super().repr_failure(excinfo)  # type: ignore[return-value]
 
 
@@ -107,7 +135,6 @@ class CaseItem(pytest.Item):
         for marker in entry.markers:
             _register_marker(self.config, marker)
             self.add_marker(marker)
-        self.add_marker(pytest.mark.xdist_group(model.name))
         self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})
         self.trajectory = None
         self.resume_key = ""
@@ -158,11 +185,8 @@ class CaseItem(pytest.Item):
         self.trajectory = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any) -> None:
-        record = build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
-                              protocol=self.config.stash[settings_key].protocol.params())
-        self.ihook.pytest_agentfloor_record(record=record)
-        self.user_properties.extend(properties(record))
-        self.config.stash[settings_key].log().append(record)
+        save_record(self, build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
+                                       protocol=self.config.stash[settings_key].protocol.params()))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):

@@ -86,6 +86,10 @@ class Settings:
 
             self.cost_meter = CostMeter((self.session_dir or self.report_dir) / "runs.jsonl", self.cost_start)
         return self.cost_meter.read()
+    #: a benchmark run: case files targeted or a model option given; otherwise the plugin stays inert
+    active: bool = True
+    #: a usage error deferred because the run did not look like a benchmark run (raised if it becomes one)
+    error: str | None = None
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
@@ -122,7 +126,7 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
     floors_raw = [f for chunk in (_opt(config, "agentfloor_gate_floors") or []) for f in str(chunk).split(",") if f]
     if not raw:
         if floors_raw or config.getoption("agentfloor_gate_tiers"):
-            raise pytest.UsageError("--gate-tiers and --gate-floor need --baseline PATH")
+            raise pytest.UsageError("--gate-tiers and --gate-floor need --agentfloor-baseline PATH")
         return None
     from .gate import GateError, load_baseline, parse_floor  # numpy and scipy load only when a gate is asked for
 
@@ -158,11 +162,43 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
 settings_key = pytest.StashKey[Settings]()
 
 
+#: the prefix of every option but --model: no well-known plugin (pytest-replay's --replay,
+#: pytest-rerunfailures' --reruns, pytest-repeat's --count, pytest-timeout's --timeout, ...) nor a
+#: user's conftest is likely to use it
+PREFIX = "--agentfloor-"
+#: earlier spellings kept as aliases: used by no well-known plugin and unlikely in a user's conftest
+ALIASES: frozenset[str] = frozenset({
+    "--variants", "--instances", "--models-file", "--token-budget", "--episode-timeout", "--bootstrap-cluster",
+    "--infra-as-failure", "--no-probe", "--run-non-capable", "--gate-margin", "--gate-tiers", "--gate-floor",
+    "--gate-baseline-model", "--step-budget-scale", "--gate-min-pairs", "--interval-method",
+    "--noninferiority-bound", "--infra-threshold", "--callsite-weights",
+})
+
+
+def option_names(opt: str) -> list[str]:
+    """The names one option is registered under: the prefixed one first, then a vetted alias."""
+    if opt == "--model" or opt.startswith(PREFIX):
+        return [opt]
+    return [PREFIX + opt.removeprefix("--"), *([opt] if opt in ALIASES else [])]
+
+
+def _shown(default: Any) -> str:
+    if isinstance(default, list):
+        return ",".join(map(str, default)) or "none"
+    if isinstance(default, bool):
+        return "off" if not default else "on"
+    return repr(default) if default == "" else str(default)
+
+
 def add_options(parser: pytest.Parser) -> None:
+    """Every option has an ini setting of the same meaning; --help shows each default."""
     group = parser.getgroup("agentfloor", "agent tool-use benchmark (pytest-agentfloor)")
 
     def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", **kw: Any) -> None:
-        group.addoption(opt, dest=ini, default=None, help=f"{help} (ini: {ini})", **kw)
+        names = option_names(opt)
+        if opt == "--model":
+            names.append(PREFIX + "model")
+        group.addoption(*names, dest=ini, default=None, help=f"{help} (default: {_shown(default)}; ini: {ini})", **kw)
         parser.addini(ini, help=help, type=ini_type, default=default)
 
     add("--model", "agentfloor_models", "model name(s) from models.toml; repeatable or comma-separated",
@@ -224,8 +260,9 @@ def add_options(parser: pytest.Parser) -> None:
         default="10", metavar="PP")
     add("--gate-tiers", "agentfloor_gate_tiers", "tiers the gate checks, e.g. A0,A,B (default: all present)",
         default="", metavar="LIST")
-    add("--gate-floor", "agentfloor_gate_floors", "absolute TCR floor, e.g. tier_A>=0.90; repeatable",
-        default=[], ini_type="args", action="append", metavar="TIER>=X")
+    add("--gate-floor", "agentfloor_gate_floors",
+        "absolute TCR floor, e.g. 'tier_A>=0.90' (quote it: the shell reads >= as a redirection); repeatable",
+        default=[], ini_type="args", action="append", metavar="'TIER>=X'")
     add("--gate-min-pairs", "agentfloor_gate_min_pairs",
         "raise the pairs a gated tier needs before it can pass (the default is derived from the interval method)",
         default="0", metavar="N")
@@ -250,9 +287,38 @@ def add_options(parser: pytest.Parser) -> None:
         ("--run-non-capable", "agentfloor_run_non_capable",
          "run the items of models whose probe was not tool_capable instead of skipping them"),
     ):
-        group.addoption(flag, dest=ini, action="store_true", default=None, help=f"{text} (ini: {ini})")
+        group.addoption(*option_names(flag), dest=ini, action="store_true", default=None,
+                        help=f"{text} (default: off; ini: {ini})")
         parser.addini(ini, help=text, type="bool", default=False)
+    parser.addini("agentfloor_case_paths", type="paths", default=[],
+                  help="directories whose *.toml files are benchmark cases (default: cases/ at the rootdir)")
 
+
+def _groups(parser: pytest.Parser) -> list[Any]:
+    return [*parser._groups, parser._anonymous]  # pytest 8 and 9 keep the option groups here
+
+
+def own_option_names(parser: pytest.Parser) -> set[str]:
+    return {n for g in _groups(parser) if g.name == "agentfloor" for opt in g.options for n in opt.names()}
+
+
+def foreign_option_names(parser: pytest.Parser) -> set[str]:
+    return {n for g in _groups(parser) if g.name != "agentfloor" for opt in g.options for n in opt.names()}
+
+
+def conflict_message(name: str) -> str:
+    other = name if name.startswith(PREFIX) else PREFIX + name.removeprefix("--")
+    return (f"{name} is defined both by pytest-agentfloor and by a conftest.py or another plugin. "
+            f"pytest-agentfloor also accepts it as {other}; rename your option, or disable the plugin "
+            "where you do not want it with -p no:agentfloor (or addopts = -p no:agentfloor in your ini file)")
+
+
+def fallback_settings(config: pytest.Config) -> Settings:
+    """Defaults for a run that is not a benchmark run and whose settings could not be read."""
+    from .config import builtin_models
+
+    return Settings(models=builtin_models(), selected=[], runs=1, variants=None, instances=None, report_mode="none",
+                    report_dir=Path(config.rootpath) / "reports", token_budget=128000, episode_timeout=600.0)
 
 
 def _opt(config: pytest.Config, name: str) -> Any:
@@ -320,9 +386,9 @@ def report_dir(config: pytest.Config, rootdir: Path) -> Path:
         probe = probe.parent
     if not probe.is_dir():
         what = "is a file, not a directory" if probe == path else f"cannot be created: {probe} is not a directory"
-        raise pytest.UsageError(f"--report-dir {raw}: {what}; pick a directory for runs.jsonl and the reports")
+        raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {what}; pick a directory for runs.jsonl and the reports")
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise pytest.UsageError(f"--report-dir {raw}: {probe} is not writable; pick a directory you can write to")
+        raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {probe} is not writable; pick a directory you can write to")
     return path
 
 
@@ -358,6 +424,9 @@ def read_settings(config: pytest.Config) -> Settings:
     names: list[str] = []
     for chunk in _opt(config, "agentfloor_models"):
         names += [n.strip() for n in str(chunk).split(",") if n.strip()]
+    if not names:
+        raise pytest.UsageError(f"--model: no model named; give one of {', '.join(sorted(models))} "
+                                "(repeatable or comma-separated)")
     unknown = [n for n in names if n not in models]
     if unknown:
         where = f" in {models_file}" if models_file.exists() else f" (no {models_file.name} found in {rootdir})"
@@ -370,9 +439,9 @@ def read_settings(config: pytest.Config) -> Settings:
                          "seconds", low_open=True)
     reference = str(_opt(config, "agentfloor_reference") or "") or None
     if reference and reference not in names:
-        raise pytest.UsageError(f"--reference: {reference!r} is not among the selected models ({', '.join(names)}); "
+        raise pytest.UsageError(f"--agentfloor-reference: {reference!r} is not among the selected models ({', '.join(names)}); "
                                 "add it with --model")
-    margin = _float_opt(config, "agentfloor_margin", "--margin", 0.0, 100.0, "percentage points")
+    margin = _float_opt(config, "agentfloor_margin", "--agentfloor-margin", 0.0, 100.0, "percentage points")
     try:
         from .callsite.stats import parse_weights
 
@@ -397,11 +466,11 @@ def read_settings(config: pytest.Config) -> Settings:
     models = _ablations(config, models, protocol)
     record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
     if record and replay:
-        raise pytest.UsageError("--record and --replay exclude each other")
+        raise pytest.UsageError("--agentfloor-record and --agentfloor-replay exclude each other")
     max_cost_raw = str(_opt(config, "agentfloor_max_cost") or "").strip()
     max_cost = None
     if max_cost_raw:
-        max_cost = _float_opt(config, "agentfloor_max_cost", "--max-cost", 0.0, 1e9, "US dollars", low_open=True)
+        max_cost = _float_opt(config, "agentfloor_max_cost", "--agentfloor-max-cost", 0.0, 1e9, "US dollars", low_open=True)
     progress = str(_opt(config, "agentfloor_progress") or "auto")
     if progress not in ("auto", "color", "plain", "off"):
         raise pytest.UsageError(f"--agentfloor-progress: expected auto, color, plain or off, got {progress!r}")
@@ -430,7 +499,7 @@ def read_settings(config: pytest.Config) -> Settings:
         resume=bool(_opt(config, "agentfloor_resume")),
         models=models,
         selected=[models[n] for n in dict.fromkeys(names)],
-        runs=_int_opt(config, "agentfloor_runs", "--runs", 1, MAX_RUNS),
+        runs=_int_opt(config, "agentfloor_runs", "--agentfloor-runs", 1, MAX_RUNS),
         variants=variants,
         instances=instances,
         report_mode=mode,
@@ -457,7 +526,7 @@ def _protocol(config: pytest.Config) -> Protocol:
         return resolve_protocol(name, step_budget_scale=scale, token_budget=tokens,
                                 infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")))
     except ValueError as exc:
-        flag = "--step-budget-scale" if name in PROTOCOLS else "--protocol"
+        flag = "--step-budget-scale" if name in PROTOCOLS else "--agentfloor-protocol"
         raise pytest.UsageError(f"{flag}: {exc}") from None
 
 
@@ -476,11 +545,11 @@ def _ablations(config: pytest.Config, models: dict[str, ModelConfig], protocol: 
     think = str(_opt(config, "agentfloor_think") or "").strip().lower()
     effort = str(_opt(config, "agentfloor_reasoning_effort") or "").strip().lower()
     if prompt and prompt not in _PROMPTS:
-        raise pytest.UsageError(f"--system-prompt: expected one of {', '.join(_PROMPTS)}, got {prompt!r}")
+        raise pytest.UsageError(f"--agentfloor-system-prompt: expected one of {', '.join(_PROMPTS)}, got {prompt!r}")
     if think and think not in _THINK:
-        raise pytest.UsageError(f"--think: expected on or off, got {think!r}")
+        raise pytest.UsageError(f"--agentfloor-think: expected on or off, got {think!r}")
     if effort and effort not in _EFFORTS:
-        raise pytest.UsageError(f"--reasoning-effort: expected one of {', '.join(_EFFORTS)}, got {effort!r}")
+        raise pytest.UsageError(f"--agentfloor-reasoning-effort: expected one of {', '.join(_EFFORTS)}, got {effort!r}")
     out = {}
     for name, m in models.items():
         update: dict[str, Any] = {}

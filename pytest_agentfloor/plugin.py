@@ -1,12 +1,14 @@
 """pytest hooks only: options, collection, fixtures and report wiring.
 
 Data flows one way: case file -> items -> episode -> trajectory -> grade -> record. Records
-reach the controller through each report's user_properties, so totals are the same with and
-without xdist, and only the controller aggregates and reports.
+reach the controller on each item's report (an extra TestReport attribute, which xdist carries),
+so totals are the same with and without xdist, and only the controller aggregates and reports.
+Outside benchmark runs (scope.py) the plugin only registers its options, markers and fixtures.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 from pathlib import Path
 from typing import Any, Iterator
@@ -16,11 +18,15 @@ import pytest
 from . import hookspec
 from .config import ModelConfig
 from .grading import grade
-from .kinds import all_kinds, is_case_file
-from .items import CaseFile, CaseItem, InfrastructureError, play
-from .options import gate_spec, add_options, read_settings, settings_key
+from .kinds import all_kinds
+from .items import CaseFile, CaseItem, InfrastructureError, play, records_key, save_record
+from .junit import JUnitNames
+from .options import add_options, conflict_message, fallback_settings, foreign_option_names, gate_spec, \
+    own_option_names, read_settings, settings_key
 from .providers.base import Provider
-from .session import AgentFloorSession, targets_cases
+from .results import build_record, compact
+from .scope import is_benchmark_run, is_case_file, targets_cases
+from .session import AgentFloorSession
 from .suite.loader import load_case, resolve
 from .suite.schema import TIERS
 
@@ -29,6 +35,26 @@ session_key = pytest.StashKey[AgentFloorSession]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> Iterator[None]:
+    """A conftest that defines one of the plugin's options gets a usage error saying what to do.
+
+    pytest >= 9.2 raises argparse's conflict while the conftest adds its option; pytest 8 only
+    when it builds the parser later, so there the names are compared here first.
+    """
+    try:
+        result = yield
+    except argparse.ArgumentError as exc:
+        taken = [n for n in own_option_names(parser) if n in str(exc)]
+        if not taken:
+            raise
+        raise pytest.UsageError(conflict_message(taken[0])) from None
+    taken = sorted(own_option_names(parser) & foreign_option_names(parser))
+    if taken:
+        raise pytest.UsageError(conflict_message(taken[0]))
+    return result
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -42,12 +68,22 @@ def pytest_configure(config: pytest.Config) -> None:
     for kind in all_kinds():
         for name, text in kind.markers.items():
             config.addinivalue_line("markers", f"{name}: {text}")
-    settings = read_settings(config)
+    active = is_benchmark_run(config)
+    try:
+        settings = read_settings(config)
+    except pytest.UsageError as exc:
+        if active:
+            raise
+        # not a benchmark run: an unrelated models.toml or ini value must not break the user's tests
+        settings = fallback_settings(config)
+        settings.error = str(exc)
+    settings.active = active
     config.stash[settings_key] = settings
-    if not hasattr(config, "workerinput"):
+    if active and not hasattr(config, "workerinput"):
         settings.gate = gate_spec(config)
         if settings.plan:  # collect only: no report dir, no probe, no model server, no xdist workers
             config.option.collectonly = True
+        config.pluginmanager.register(JUnitNames(config), "agentfloor-junit")
     if targets_cases(config):
         # a broken case file is reported as a collection error, but must not stop a sweep
         config.option.continue_on_collection_errors = True
@@ -95,7 +131,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 # -- collection ---------------------------------------------------------------------------
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if is_case_file(file_path):
+    """Only *.toml files under the configured case paths, or named on the command line, are cases."""
+    if file_path.suffix == ".toml" and is_case_file(parent.config, file_path):
         return CaseFile.from_parent(parent, path=file_path)
     return None
 
@@ -108,7 +145,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     Thousands of items stay alive for the whole session; without this every full collection
     re-scans them, and GC time grows with the number of items.
     """
-    if any(isinstance(i, CaseItem) for i in session.items[:1]) or len(session.items) > 1000:
+    if session.config.stash[settings_key].active and any(isinstance(i, CaseItem) for i in session.items):
         gc.collect()
         gc.freeze()
 
@@ -170,17 +207,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(max_cost_reason(settings.max_cost, spent))
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
-    if isinstance(item, CaseItem) and call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
-        outcome.get_result().longrepr = str(call.excinfo.value)
+    """Put the records this phase made on its report: TestReport keeps extra attributes through xdist.
+
+    Also shortens an infrastructure error raised in setup: pytest calls repr_failure only for the
+    call phase, so CaseItem.repr_failure never sees it.
+    """
+    report = yield
+    if isinstance(item, CaseItem):
+        report.agentfloor_measured = True  # type: ignore[attr-defined]
+        if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
+            report.longrepr = str(call.excinfo.value)
+    made = item.stash.get(records_key, None)
+    if made:
+        report.agentfloor_records = [compact(r) for r in made]  # type: ignore[attr-defined]
+        made.clear()
+    return report
 
 
 # -- fixtures for users' own tests ----------------------------------------------------------
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "agentfloor_model" in metafunc.fixturenames:
-        selected = metafunc.config.stash[settings_key].selected
+        settings = metafunc.config.stash[settings_key]
+        if settings.error:
+            raise pytest.UsageError(settings.error)
+        selected = settings.selected
         metafunc.parametrize("agentfloor_model", selected, ids=[m.name for m in selected], indirect=True)
 
 
@@ -200,15 +252,21 @@ def agentfloor_provider(request: pytest.FixtureRequest, agentfloor_model: ModelC
 def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelConfig, agentfloor_provider: Provider):
     """Run a case file's episode with the model under test: `agentfloor_episode(path, "v0", "i0")`.
 
-    Returns (trajectory, grade), graded with the same hooks as the benchmark items.
+    Returns (trajectory, grade), graded with the same hooks as the benchmark items. With
+    `record=True` the run's record also goes to runs.jsonl, the session's report and the gate,
+    exactly like a benchmark item's (and, as there, `run` numbers repeated runs).
     """
     settings = request.config.stash[settings_key]
 
-    def run(path: str | Path, variant: str = "v0", instance: str = "i0") -> tuple[Any, Any]:
+    def run(path: str | Path, variant: str = "v0", instance: str = "i0", *, record: bool = False,
+            run: int = 0) -> tuple[Any, Any]:
         case, digest = load_case(Path(path))
         resolved = resolve(case, variant, instance, digest)
-        traj = play(settings, resolved, agentfloor_model, agentfloor_provider)
-        return traj, grade(resolved, traj, request.config.hook)
+        traj = play(settings, resolved, agentfloor_model, agentfloor_provider, run)
+        result = grade(resolved, traj, request.config.hook)
+        if record:
+            save_record(request.node, build_record(resolved, traj, result, agentfloor_model, request.node.nodeid))
+        return traj, result
 
     return run
 

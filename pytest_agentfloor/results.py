@@ -25,7 +25,7 @@ MAX_TEXT_BYTES = 64 * 1024
 OPTIONAL_PROPERTY_FIELDS: tuple[str, ...] = (
     "busy_s", "calls_malformed", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
 )
-#: the scalar fields that travel in user_properties (and so JUnit XML and xdist reports)
+#: the scalar fields that travel to the controller on each report, and as JUnit XML properties
 PROPERTY_FIELDS: tuple[str, ...] = (
     "model", "protocol", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
     "failure_mode", "terminal_flag", "termination", "turns", "calls", "tokens_in", "tokens_out",
@@ -145,8 +145,23 @@ def _facets(case: Any) -> dict[str, Any] | None:
     return describe() if callable(describe) else None
 
 
-def properties(record: dict[str, Any]) -> list[tuple[str, Any]]:
-    return [(k, record.get(k)) for k in PROPERTY_FIELDS]
+def compact(record: dict[str, Any]) -> dict[str, Any]:
+    """The PROPERTY_FIELDS of a record: what travels to the controller on the item's report."""
+    return {k: record.get(k) for k in PROPERTY_FIELDS}
+
+
+def junit_value(value: Any) -> str:
+    """A property value as dashboards parse it: `true`/`false`, empty for None, else the plain text."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, text) pairs for user_properties, and so JUnit XML <property> elements."""
+    return [(k, junit_value(record.get(k))) for k in PROPERTY_FIELDS]
 
 
 class RunLog:

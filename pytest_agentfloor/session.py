@@ -1,7 +1,7 @@
 """The controller's view of a session: records from reports, session-start services, reports.
 
-Registered only on the controller (not on xdist workers), it gathers records from each report's
-user_properties, so totals are identical with and without xdist.
+Registered only on the controller (not on xdist workers), it gathers records from each report
+(the records travel on it through xdist), so totals are identical with and without xdist.
 """
 
 from __future__ import annotations
@@ -20,27 +20,15 @@ from . import __version__
 from .corpus import completed_records
 from .options import Settings
 from .reportdir import SESSION_FILE, ReportDirBusy, ReportDirLock, new_session_id, publish, resume_source, session_dir
-from .kinds import holds_cases, is_case_file
 from .results import PROPERTY_FIELDS
 from .runinfo import narrowing, selection, stop_reason
+from .scope import targets_cases
 
 _PROBE_SKIP = re.compile(r"model '(?P<model>.+?)' probed as (?P<cls>text_leaked|no_tools): (?P<detail>.*) \(--run-non")
 _PROBE_ERROR = "the probe at session start failed"
 
 
 # -- controller-side aggregation ----------------------------------------------------------
-def targets_cases(config: pytest.Config) -> bool:
-    """Whether this invocation runs benchmark cases (so runs.jsonl starts afresh)."""
-    base = Path(config.invocation_params.dir)
-    for arg in config.args:
-        p = (base / arg.split("::")[0]).resolve()
-        if p.is_file():
-            if is_case_file(p):
-                return True
-        elif p.is_dir():
-            if holds_cases(p):
-                return True
-    return False
 
 
 class AgentFloorSession:
@@ -72,7 +60,7 @@ class AgentFloorSession:
         self.published: tuple[bool, str | None] | None = None
         self.lock: ReportDirLock | None = None
         self.contexts: dict[str, tuple[int | None, str]] = {}  # model -> context window from the probe
-        if settings.resume:
+        if settings.resume and settings.active:
             self.previous, self.problems = completed_records(resume_source(settings.report_dir))
             settings.resume_keys = set(self.previous)
         if settings.replay:  # name every unusable cassette line once, not once per item
@@ -88,9 +76,9 @@ class AgentFloorSession:
         try:
             lock.acquire()
         except ReportDirBusy as exc:
-            raise pytest.UsageError(f"--report-dir: {exc}") from None
+            raise pytest.UsageError(f"--agentfloor-report-dir: {exc}") from None
         except OSError as exc:
-            raise pytest.UsageError(f"--report-dir: cannot write to {self.settings.report_dir} ({exc})") from None
+            raise pytest.UsageError(f"--agentfloor-report-dir: cannot write to {self.settings.report_dir} ({exc})") from None
         self.lock = lock
         from .reportdir import point_latest
 
@@ -116,7 +104,7 @@ class AgentFloorSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Start embedded model servers and probe each model, before xdist starts its workers."""
         st = self.settings
-        if self.config.option.collectonly:
+        if self.config.option.collectonly or not st.active:  # not a benchmark run: no probe, no servers
             return
         if not st.replay:
             unset = [(m.name, m.api_key_env) for m in st.selected if m.api_key_env and not os.environ.get(m.api_key_env)]
@@ -165,10 +153,9 @@ class AgentFloorSession:
         return resumed + self.records
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties) if report.when != "teardown" else {}
-        if "task" in props and "passed" in props:
-            self.records.append(props)
-        elif report.failed:
+        records = getattr(report, "agentfloor_records", None) or []  # set by plugin.pytest_runtest_makereport
+        self.records.extend(records)
+        if report.failed and not (records and getattr(report, "agentfloor_measured", False)):
             self.other_failures += 1
         is_case = ".toml::" in report.nodeid
         if report.when == "call" or (report.when == "setup" and not report.passed):

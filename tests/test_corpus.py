@@ -70,11 +70,11 @@ class TestRecordReplay:
     def test_replay_reproduces_the_recorded_run_without_the_model(self, http_bench: pytest.Pytester,
                                                                   server: FakeModelServer) -> None:
         args = ["cases/tier_B/B1.toml", "--model", "fake", "--instances", "i0", "--no-probe"]
-        http_bench.runpytest(*args, "--record").assert_outcomes(passed=5)
+        http_bench.runpytest(*args, "--agentfloor-record").assert_outcomes(passed=5)
         recorded = runs(http_bench)
         n_requests = len(server.requests)
         server.responder = lambda body: status(500, "the live model must not be called")
-        http_bench.runpytest(*args, "--replay").assert_outcomes(passed=5)
+        http_bench.runpytest(*args, "--agentfloor-replay").assert_outcomes(passed=5)
         assert len(server.requests) == n_requests
         replayed = runs(http_bench)
         strip = ("wall_s", "trajectory")
@@ -85,16 +85,16 @@ class TestRecordReplay:
     def test_a_replay_miss_is_an_error_and_never_calls_the_model(self, http_bench: pytest.Pytester,
                                                                  server: FakeModelServer) -> None:
         http_bench.runpytest("cases/tier_B/B1.toml", "--model", "fake", "--variants", "v0", "--instances", "i0",
-                             "--record", "--no-probe")
+                             "--agentfloor-record", "--no-probe")
         n_requests = len(server.requests)
         result = http_bench.runpytest("cases/tier_B/B1.toml", "--model", "fake", "--variants", "v1",
-                                      "--instances", "i0", "--replay")
+                                      "--instances", "i0", "--agentfloor-replay")
         result.assert_outcomes(errors=1)
         result.stdout.fnmatch_lines(["*no recorded response for model 'fake', case B1 v1-i0-r0 turn 0 (key *"])
         assert len(server.requests) == n_requests
 
     def test_record_and_replay_exclude_each_other(self, http_bench: pytest.Pytester) -> None:
-        result = http_bench.runpytest("cases", "--record", "--replay")
+        result = http_bench.runpytest("cases", "--agentfloor-record", "--agentfloor-replay")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
@@ -111,7 +111,7 @@ def test_resume_after_the_controller_is_killed_gives_the_uninterrupted_result(be
     assert killed.ret == -9
     assert len(runs(bench)) == total // 2
     (bench.path / "conftest.py").unlink()
-    resumed = bench.runpytest_subprocess("cases", *MODELS, "--resume")
+    resumed = bench.runpytest_subprocess("cases", *MODELS, "--agentfloor-resume")
     resumed.stdout.fnmatch_lines([f"*{total // 2} deselected*", f"*resumed {total // 2} item(s) from runs.jsonl*"])
     assert table(resumed) == expected_table
     assert outcomes(runs(bench)) == expected
@@ -126,7 +126,7 @@ def test_resume_after_a_worker_is_killed(bench: pytest.Pytester) -> None:
     assert crashed.ret != 0
     crashed.stdout.fnmatch_lines(["*worker 'gw1' crashed while running*"])
     (bench.path / "conftest.py").unlink()
-    resumed = bench.runpytest_subprocess("cases", *MODELS, "--resume", "-n", "2")
+    resumed = bench.runpytest_subprocess("cases", *MODELS, "--agentfloor-resume", "-n", "2")
     assert table(resumed) == expected_table
     assert outcomes(runs(bench)) == expected
 
@@ -136,7 +136,7 @@ def test_truncated_last_line_is_reported_and_ignored(bench: pytest.Pytester) -> 
     path = bench.path / "reports" / "runs.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
-    result = bench.runpytest("cases/tier_A", "--model", "oracle", "--resume")
+    result = bench.runpytest("cases/tier_A", "--model", "oracle", "--agentfloor-resume")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*runs.jsonl:*: truncated last line ignored*",
                                  f"*resumed {len(lines) - 1} item(s) from runs.jsonl*"])
@@ -146,7 +146,7 @@ def test_resume_reruns_items_whose_case_changed(bench: pytest.Pytester) -> None:
     bench.runpytest("cases/tier_B/B1.toml", "--model", "oracle", "--instances", "i0")
     case = bench.path / "cases" / "tier_B" / "B1.toml"
     case.write_text(case.read_text() + "\n# gold corrected\n")
-    result = bench.runpytest("cases/tier_B/B1.toml", "--model", "oracle", "--instances", "i0", "--resume")
+    result = bench.runpytest("cases/tier_B/B1.toml", "--model", "oracle", "--instances", "i0", "--agentfloor-resume")
     result.assert_outcomes(passed=5)
     assert "resumed" not in result.stdout.str()
 

@@ -19,12 +19,12 @@ SELECT = ["--instances", "i0", "--runs", "2", "-p", "no:cacheprovider"]
 def bench(pytester: pytest.Pytester) -> pytest.Pytester:
     for tier in ("tier_B", "tier_C"):
         shutil.copytree(REPO / "cases" / tier, pytester.path / "cases" / tier)
-    pytester.runpytest("cases", "--model", "oracle", *SELECT, "--report-dir", "baseline")
+    pytester.runpytest("cases", "--model", "oracle", *SELECT, "--agentfloor-report-dir", "baseline")
     return pytester
 
 
 def test_equal_candidate_passes_the_gate(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases", "--model", "oracle", *SELECT, "--baseline", "baseline/runs.jsonl")
+    result = bench.runpytest("cases", "--model", "oracle", *SELECT, "--agentfloor-baseline", "baseline/runs.jsonl")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*agentfloor gate: oracle vs oracle (runs.jsonl)*",
                                  "gate: guarded interval, two-sided 95% CI lower bound; a tier needs at least 35 pairs*",
@@ -34,7 +34,7 @@ def test_equal_candidate_passes_the_gate(bench: pytest.Pytester) -> None:
 
 
 def test_worse_candidate_fails_the_gate_with_a_reason(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases", "--model", "fault-partial", *SELECT, "--baseline", "baseline/runs.jsonl",
+    result = bench.runpytest("cases", "--model", "fault-partial", *SELECT, "--agentfloor-baseline", "baseline/runs.jsonl",
                              "--gate-tiers", "tier_C")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["gate tier C: FAIL: Δ -100.0 pp*not non-inferior: two-sided 95% CI lower bound -100.0 pp "
@@ -50,7 +50,7 @@ def test_item_failures_within_the_margin_do_not_fail_the_gate(bench: pytest.Pyte
             if code == "Q" and case.id == "B1" and case.variant == "v0":
                 return Verdict("Q", False, "x", "y")
     """)
-    result = bench.runpytest("cases/tier_B", "--model", "oracle", *SELECT, "--baseline", "baseline/runs.jsonl",
+    result = bench.runpytest("cases/tier_B", "--model", "oracle", *SELECT, "--agentfloor-baseline", "baseline/runs.jsonl",
                              "--gate-margin", "50")
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] == 2  # both runs of B1[v0]
@@ -59,32 +59,32 @@ def test_item_failures_within_the_margin_do_not_fail_the_gate(bench: pytest.Pyte
 
 
 def test_floor_and_unpaired_runs_are_reported(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases/tier_B", "--model", "oracle", "--instances", "i0", "--runs", "3",
-                             "--baseline", "baseline/runs.jsonl", "--gate-floor", "tier_B>=0.95",
+    result = bench.runpytest("cases/tier_B", "--model", "oracle", "--instances", "i0", "--agentfloor-runs", "3",
+                             "--agentfloor-baseline", "baseline/runs.jsonl", "--gate-floor", "tier_B>=0.95",
                              "--gate-floor", "tier_E>=0.5")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["gate: unpaired runs: * candidate run(s) without a baseline counterpart, "
                                  "* baseline run(s) not re-run",
                                  "gate: floors for tiers not gated here were ignored: ?'E'?"])
     result = bench.runpytest("cases/tier_B", "--model", "fault-wrong_tool", *SELECT,
-                             "--baseline", "baseline/runs.jsonl", "--gate-floor", "B>=90%", "--gate-margin", "100")
+                             "--agentfloor-baseline", "baseline/runs.jsonl", "--gate-floor", "B>=90%", "--gate-margin", "100")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["gate tier B: FAIL: *TCR 0.0% is below the floor 90.0%*"])
 
 
 def test_gate_usage_errors(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases", "--baseline", "nope.jsonl")
+    result = bench.runpytest("cases", "--agentfloor-baseline", "nope.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--baseline nope.jsonl: no such file*"])
-    result = bench.runpytest("cases", "--baseline", "baseline/runs.jsonl", "--gate-floor", "B=0.9")
+    result.stderr.fnmatch_lines(["*--agentfloor-baseline nope.jsonl: no such file*"])
+    result = bench.runpytest("cases", "--agentfloor-baseline", "baseline/runs.jsonl", "--gate-floor", "B=0.9")
     result.stderr.fnmatch_lines(["*--gate-floor 'B=0.9': expected TIER>=VALUE*"])
     result = bench.runpytest("cases", "--gate-tiers", "A")
-    result.stderr.fnmatch_lines(["*--gate-tiers and --gate-floor need --baseline PATH*"])
+    result.stderr.fnmatch_lines(["*--gate-tiers and --gate-floor need --agentfloor-baseline PATH*"])
 
 
 def test_two_candidates_cannot_be_gated_at_once(bench: pytest.Pytester) -> None:
     result = bench.runpytest("cases/tier_B", "--model", "oracle,fault-repeat", *SELECT,
-                             "--baseline", "baseline/runs.jsonl")
+                             "--agentfloor-baseline", "baseline/runs.jsonl")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*gate: cannot evaluate: the gate compares one candidate model*"])
 
@@ -121,23 +121,23 @@ def test_parse_floor() -> None:
 
 
 def test_session_reports_rebuild_byte_identically_and_gate_from_summary(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases", "--model", "oracle,fault-partial", "--reference", "oracle", *SELECT)
+    result = bench.runpytest("cases", "--model", "oracle,fault-partial", "--agentfloor-reference", "oracle", *SELECT)
     result.stdout.fnmatch_lines(["*paired comparison against oracle*", "*agentfloor reports: *summary.json*"])
     rebuilt = bench.run(sys.executable, "-m", "pytest_agentfloor", "report", "reports/runs.jsonl", "--out", "rebuilt",
                         "--reference", "oracle")
     assert rebuilt.ret == 0, rebuilt.stderr.str()
     for name in ("summary.json", "tcr.csv", "report.md", "report.html"):
         assert (bench.path / "reports" / name).read_bytes() == (bench.path / "rebuilt" / name).read_bytes(), name
-    bench.runpytest("cases", "--model", "oracle", *SELECT, "--report-dir", "base2")
-    gated = bench.runpytest("cases", "--model", "oracle", *SELECT, "--baseline", "base2/summary.json")
+    bench.runpytest("cases", "--model", "oracle", *SELECT, "--agentfloor-report-dir", "base2")
+    gated = bench.runpytest("cases", "--model", "oracle", *SELECT, "--agentfloor-baseline", "base2/summary.json")
     assert gated.ret == pytest.ExitCode.OK
     gated.stdout.fnmatch_lines(["*agentfloor gate: oracle vs oracle (summary.json)*", "*agentfloor gate: PASSED*"])
 
 
 def test_unknown_reference_is_a_usage_error(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases", "--model", "oracle", "--reference", "gpt-9")
+    result = bench.runpytest("cases", "--model", "oracle", "--agentfloor-reference", "gpt-9")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--reference: 'gpt-9' is not among the selected models (oracle); add it with --model*"])
+    result.stderr.fnmatch_lines(["*--agentfloor-reference: 'gpt-9' is not among the selected models (oracle); add it with --model*"])
 
 
 @pytest.mark.parametrize("n", [1, 5, 25])
@@ -173,12 +173,12 @@ def test_partial_candidate_and_protocol_mismatch_block_the_gate() -> None:
 
 def test_single_node_id_and_stop_on_first_failure_fail_the_gate(bench: pytest.Pytester) -> None:
     one = bench.runpytest("cases/tier_B/B1.toml::B1[v0-i0-r0-oracle]", "--model", "oracle", *SELECT,
-                          "--baseline", "baseline/runs.jsonl", "--gate-tiers", "B")
+                          "--agentfloor-baseline", "baseline/runs.jsonl", "--gate-tiers", "B")
     assert one.ret != pytest.ExitCode.OK
     one.stdout.fnmatch_lines(["gate: partial run: 49 baseline run(s) of the gated tiers were not run*",
                               "gate tier B: INSUFFICIENT EVIDENCE: *n=1 pairs*",
                               "gate: FAILED: partial run*insufficient evidence on tier(s) B*"])
     stop = bench.runpytest("cases/tier_C", "--model", "fault-partial", *SELECT, "-x",
-                           "--baseline", "baseline/runs.jsonl", "--gate-tiers", "C")
+                           "--agentfloor-baseline", "baseline/runs.jsonl", "--gate-tiers", "C")
     assert stop.ret != pytest.ExitCode.OK
     stop.stdout.fnmatch_lines(["gate: partial run: stopped early*"])
