@@ -25,7 +25,8 @@ from .options import add_options, conflict_message, fallback_settings, foreign_o
     own_option_names, read_settings, settings_key
 from .providers.base import Provider
 from .results import build_record, compact
-from .scope import is_benchmark_run, is_case_file, targets_cases
+from .nodeids import split_nodeid
+from .scope import case_paths, is_benchmark_run, is_case_file, targets_cases
 from .session import AgentFloorSession
 from .suite.loader import load_case, resolve
 from .suite.schema import TIERS
@@ -79,6 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.error = str(exc)
     settings.active = active
     config.stash[settings_key] = settings
+    if active and not settings.error:
+        check_nodeid_args(config, settings)
     if active and not hasattr(config, "workerinput"):
         settings.gate = gate_spec(config)
         if settings.plan:  # collect only: no report dir, no probe, no model server, no xdist workers
@@ -107,6 +110,34 @@ def pytest_configure(config: pytest.Config) -> None:
         from .progress import install
 
         install(config, settings.progress, settings.progress_interval)
+
+
+def check_nodeid_args(config: pytest.Config, settings: Any) -> None:
+    """A node id naming a model that is not selected would be 'not found'; say which option selects it."""
+    selected = {m.name for m in settings.selected}
+    for arg in config.args:
+        path, _, model = split_nodeid(str(arg))
+        if "::" in str(arg) and path.endswith(".toml") and model and model not in selected:
+            hint = f"add --model {model}" if model in settings.models else \
+                f"model {model!r} is not configured in {config.getini('agentfloor_models_file')} either"
+            raise pytest.UsageError(f"{arg}: this node id is an item of model {model!r}, which is not selected "
+                                    f"(selected: {', '.join(sorted(selected)) or 'none'}); {hint}")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """An empty benchmark run says which selection left nothing, instead of a bare 'no tests ran'."""
+    settings = config.stash.get(settings_key, None)
+    if settings is None or not settings.active or hasattr(config, "workerinput"):
+        return
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        def shown(sel: set[str] | None) -> str:
+            return ",".join(sorted(sel)) if sel else "all"
+
+        terminalreporter.write_line(
+            f"agentfloor: no benchmark item was selected (models {','.join(m.name for m in settings.selected) or 'none'}; "
+            f"variants {shown(settings.variants)}; instances {shown(settings.instances)}; case paths "
+            f"{', '.join(str(p) for p in case_paths(config))}). Cases have prompt variants v0-v4 and instances "
+            "i0 plus those they define; check --model, --variants, --instances, -k and -m", yellow=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -3,14 +3,23 @@
 `python -m pytest_agentfloor regrade reports/runs.jsonl [--cases DIR] [--write OUT]`
 prints every outcome that changed (for example after a case's gold was corrected) and can
 write a re-graded runs.jsonl that the report command reads like any other.
+
+Grading uses the same hooks a pytest run would: the conftest.py files from the rootdir down to
+each case file (as pytest scopes them), over the plugin's defaults. A conftest that cannot be
+loaded stops the command rather than re-grading without its hooks; `--no-conftest` re-grades
+with the defaults only. Hooks of other installed plugins are not loaded (the command says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
+
+import pluggy
 
 from .kinds import is_case_file, load_file
 from .results import RunLog, read_records
@@ -19,7 +28,7 @@ from .trajectory import Trajectory
 
 
 def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[Any, Any]]:
-    """task id -> (kind, entry) over every case file under `cases_dir` (ladder cases and call-site tables)."""
+    """task id -> (kind, entry, file) over every case file under `cases_dir` (ladder cases and call-site tables)."""
     index: dict[str, tuple[Any, Any]] = {}
     for path in sorted(cases_dir.rglob("*.toml")):
         if not is_case_file(path):
@@ -30,12 +39,97 @@ def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[Any, Any]]:
             problems.append(exc.render())
             continue
         for entry in entries:
-            index.setdefault(entry.id, (kind, entry))
+            index.setdefault(entry.id, (kind, entry, path))
     return index
 
 
-def regrade_records(records: list[dict[str, Any]], cases_dir: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """(re-graded records, lines describing changed outcomes, problems)."""
+class ConftestError(Exception):
+    """A conftest.py could not be loaded, so its grading hooks cannot be applied."""
+
+
+class _Hooks(pluggy.PluginManager):
+    """Like pytest's plugin manager for our hooks: unmarked pytest_agentfloor_* functions count."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith("pytest_agentfloor_") and inspect.isroutine(getattr(plugin, name, None)):
+            opts = {}
+        return opts
+
+
+class GradingHooks:
+    """The hook relay for each case file: its conftests (rootdir down to the file's directory) over the defaults."""
+
+    def __init__(self, rootdir: Path, use_conftests: bool = True):
+        self.rootdir = rootdir.resolve()
+        self.use_conftests = use_conftests
+        self._modules: dict[Path, Any] = {}
+        self._relays: dict[tuple[Path, ...], Any] = {}
+        #: conftest path -> the grading hooks it implements, for the "in force" line
+        self.in_force: dict[Path, list[str]] = {}
+
+    def _conftests(self, case_file: Path) -> tuple[Path, ...]:
+        if not self.use_conftests:
+            return ()
+        d = case_file.resolve().parent
+        chain = [d, *d.parents]
+        if self.rootdir not in chain:
+            chain = [self.rootdir]
+        else:
+            chain = chain[:chain.index(self.rootdir) + 1]
+        return tuple(p / "conftest.py" for p in reversed(chain) if (p / "conftest.py").is_file())
+
+    def _load(self, path: Path) -> Any:
+        if path not in self._modules:
+            name = f"_agentfloor_regrade_conftest_{len(self._modules)}"
+            try:
+                spec = importlib.util.spec_from_file_location(name, path)
+                assert spec and spec.loader
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+            except Exception as exc:  # noqa: BLE001 - any failure means its hooks would be missing
+                raise ConftestError(f"cannot load {path} ({type(exc).__name__}: {exc}); re-grading without its "
+                                    "hooks could change outcomes. Fix it, or pass --no-conftest to re-grade "
+                                    "with the plugin's default grading only") from None
+            self._modules[path] = module
+            hooks = sorted(n for n in dir(module) if n.startswith("pytest_agentfloor_")
+                           and inspect.isroutine(getattr(module, n)))
+            if hooks:
+                self.in_force[path] = hooks
+        return self._modules[path]
+
+    def relay(self, case_file: Path) -> Any:
+        key = self._conftests(case_file)
+        if key not in self._relays:
+            from . import hookspec
+            from .grading import defaults
+
+            pm = _Hooks("pytest")
+            pm.add_hookspecs(hookspec)
+            pm.register(defaults, "agentfloor-defaults")
+            for path in key:
+                pm.register(self._load(path), str(path))
+            self._relays[key] = pm.hook
+        return self._relays[key]
+
+    def describe(self) -> str:
+        if not self.use_conftests:
+            return "grading hooks in force: the plugin's defaults only (--no-conftest)"
+        parts = [f"{', '.join(h)} from {_rel(p, self.rootdir)}" for p, h in sorted(self.in_force.items())]
+        return ("grading hooks in force: " + "; ".join(parts + ["the plugin's defaults"])
+                + " (hooks of other installed plugins are not loaded)")
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def regrade_records(records: list[dict[str, Any]], cases_dir: Path,
+                    hooks: GradingHooks | None = None) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(re-graded records, lines describing changed outcomes, problems); hooks=None grades with the defaults."""
     problems: list[str] = []
     index = _index(cases_dir, problems)
     out, changes = [], []
@@ -48,8 +142,10 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path) -> tuple[lis
             problems.append(f"{rec.get('nodeid', task)}: no case file for task {task!r} under {cases_dir}")
             out.append(rec)
             continue
+        kind, entry, path = index[task]
+        hook = hooks.relay(path) if hooks else None  # a conftest that cannot load stops the command
         try:
-            new = _regrade_one(rec, *index[task], task, changes, problems)
+            new = _regrade_one(rec, kind, entry, task, changes, problems, hook)
         except (KeyError, TypeError, ValueError) as exc:  # a hand-edited record: keep it as it is
             problems.append(f"{rec.get('nodeid', task)}: cannot be re-graded ({type(exc).__name__}: "
                             f"{str(exc)[:120]}); kept unchanged")
@@ -59,13 +155,13 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path) -> tuple[lis
 
 
 def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes: list[str],
-                 problems: list[str]) -> dict[str, Any]:
+                 problems: list[str], hook: Any = None) -> dict[str, Any]:
     """One record re-graded against its current case; raises on a record of the wrong shape."""
     if (rec["variant"], rec["instance"]) not in entry.specs:
         problems.append(f"{rec['nodeid']}: {rec['variant']}-{rec['instance']} no longer exists in {task}")
         return rec
     resolved = entry.resolve(rec["variant"], rec["instance"])
-    g = kind.grade(resolved, Trajectory.model_validate(rec["trajectory"]), None)
+    g = kind.grade(resolved, Trajectory.model_validate(rec["trajectory"]), hook)
     new = dict(rec)
     new.update(
         passed=g.passed,
@@ -94,6 +190,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("runs", type=Path, help="a runs.jsonl")
     parser.add_argument("--cases", type=Path, default=Path("cases"), help="the case directory (default: cases)")
     parser.add_argument("--write", type=Path, help="write the re-graded records to this runs.jsonl")
+    parser.add_argument("--rootdir", type=Path, default=Path("."),
+                        help="where conftest.py files apply from, as pytest's rootdir (default: .)")
+    parser.add_argument("--no-conftest", action="store_true",
+                        help="ignore conftest.py grading hooks: the plugin's default grading only")
     args = parser.parse_args(argv)
     if not args.runs.exists():
         print(f"regrade: no such file: {args.runs}", file=sys.stderr)
@@ -102,7 +202,13 @@ def main(argv: list[str]) -> int:
         print(f"regrade: --cases {args.cases} is not a directory", file=sys.stderr)
         return 2
     records, read_problems = read_records(args.runs)
-    new, changes, problems = regrade_records(records, args.cases)
+    hooks = GradingHooks(args.rootdir, use_conftests=not args.no_conftest)
+    try:
+        new, changes, problems = regrade_records(records, args.cases, hooks)
+    except ConftestError as exc:
+        print(f"regrade: {exc}", file=sys.stderr)
+        return 2
+    print(f"regrade: {hooks.describe()}")
     for p in read_problems + problems:
         print(f"regrade: {p}", file=sys.stderr)
     for line in changes:
