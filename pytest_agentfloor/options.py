@@ -170,7 +170,7 @@ PREFIX = "--agentfloor-"
 ALIASES: frozenset[str] = frozenset({
     "--variants", "--instances", "--models-file", "--token-budget", "--episode-timeout", "--bootstrap-cluster",
     "--infra-as-failure", "--no-probe", "--run-non-capable", "--gate-margin", "--gate-tiers", "--gate-floor",
-    "--gate-baseline-model", "--step-budget-scale", "--gate-min-pairs", "--interval-method",
+    "--gate-baseline-model", "--step-budget-scale", "--max-cost", "--gate-min-pairs", "--interval-method",
     "--noninferiority-bound", "--infra-threshold", "--callsite-weights",
 })
 
@@ -194,11 +194,13 @@ def add_options(parser: pytest.Parser) -> None:
     """Every option has an ini setting of the same meaning; --help shows each default."""
     group = parser.getgroup("agentfloor", "agent tool-use benchmark (pytest-agentfloor)")
 
-    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", **kw: Any) -> None:
+    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", shown: str | None = None,
+            **kw: Any) -> None:
         names = option_names(opt)
         if opt == "--model":
             names.append(PREFIX + "model")
-        group.addoption(*names, dest=ini, default=None, help=f"{help} (default: {_shown(default)}; ini: {ini})", **kw)
+        shown = _shown(default) if shown is None else shown
+        group.addoption(*names, dest=ini, default=None, help=f"{help} (default: {shown}; ini: {ini})", **kw)
         parser.addini(ini, help=help, type=ini_type, default=default)
 
     add("--model", "agentfloor_models", "model name(s) from models.toml; repeatable or comma-separated",
@@ -214,10 +216,10 @@ def add_options(parser: pytest.Parser) -> None:
         f"session-end report: {'|'.join(REPORT_MODES)} (all = terminal plus files in the report dir)",
         default="all", metavar="MODE")
     add("--reference", "agentfloor_reference", "compare every model against this one (paired tests)",
-        default="", metavar="MODEL")
+        default="", shown="none", metavar="MODEL")
     add("--callsite-weights", "agentfloor_callsite_weights",
-        "relative call frequency per call site for routed accuracy, e.g. intent=10,actuator=3 "
-        "(default: each site's share of cases)", default="", metavar="SITE=W,...")
+        "relative call frequency per call site for routed accuracy, e.g. intent=10,actuator=3",
+        default="", shown="each site's share of cases", metavar="SITE=W,...")
     add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
         default="10", metavar="PP")
     add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
@@ -255,11 +257,11 @@ def add_options(parser: pytest.Parser) -> None:
         "OpenAI-compatible models' reasoning_effort: none|minimal|low|medium|high; empty = each model's own",
         default="", metavar="LEVEL")
     add("--baseline", "agentfloor_baseline", "gate against this runs.jsonl (or summary.json) of the incumbent",
-        default="", metavar="PATH")
+        default="", shown="none, no gate", metavar="PATH")
     add("--gate-margin", "agentfloor_gate_margin", "non-inferiority margin of the gate, in percentage points",
         default="10", metavar="PP")
-    add("--gate-tiers", "agentfloor_gate_tiers", "tiers the gate checks, e.g. A0,A,B (default: all present)",
-        default="", metavar="LIST")
+    add("--gate-tiers", "agentfloor_gate_tiers", "tiers the gate checks, e.g. A0,A,B", default="",
+        shown="every tier present", metavar="LIST")
     add("--gate-floor", "agentfloor_gate_floors",
         "absolute TCR floor, e.g. 'tier_A>=0.90' (quote it: the shell reads >= as a redirection); repeatable",
         default=[], ini_type="args", action="append", metavar="'TIER>=X'")
@@ -267,15 +269,15 @@ def add_options(parser: pytest.Parser) -> None:
         "raise the pairs a gated tier needs before it can pass (the default is derived from the interval method)",
         default="0", metavar="N")
     add("--gate-baseline-model", "agentfloor_gate_baseline_model", "the baseline model when the file holds several",
-        default="", metavar="NAME")
+        default="", shown="the file's only model", metavar="NAME")
     add("--agentfloor-progress", "agentfloor_progress",
         "live progress per model on the controller: auto (coloured on a terminal, plain lines otherwise), "
         "color, plain or off", default="auto", metavar="MODE")
     add("--agentfloor-progress-interval", "agentfloor_progress_interval",
-        "seconds between progress lines (default: 10 on a terminal, 30 otherwise)", default="", metavar="S")
+        "seconds between progress lines", default="", shown="10 on a terminal, 30 otherwise", metavar="S")
     add("--max-cost", "agentfloor_max_cost",
         "stop once this session's runs cost this many USD: remaining items are skipped, the run is PARTIAL",
-        default="", metavar="USD")
+        default="", shown="no cap", metavar="USD")
     for flag, ini, text in (
         ("--agentfloor-plan", "agentfloor_plan",
          "show items, requests, estimated cost and wall time per model and tier; call no model"),

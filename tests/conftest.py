@@ -76,3 +76,7 @@ def _fake_server_responder_errors() -> Iterator[None]:
     if raised:
         pytest.fail("fake server responder raised: " + "; ".join(f"{type(e).__name__}: {e}" for e in raised),
                     pytrace=False)
+
+
+# tests/userproj is a user's project that tests/test_citizen.py copies and runs; not tests of ours
+collect_ignore = ["userproj"]
