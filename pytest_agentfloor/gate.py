@@ -59,19 +59,19 @@ def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     usable run at all is an error (raised before any item runs).
     """
     if not path.exists():
-        raise GateError(f"--baseline {path}: no such file")
+        raise GateError(f"--agentfloor-baseline {path}: no such file")
     if not path.is_file():
-        raise GateError(f"--baseline {path}: is a directory, not a file; give its runs.jsonl (or summary.json)")
+        raise GateError(f"--agentfloor-baseline {path}: is a directory, not a file; give its runs.jsonl (or summary.json)")
     if path.suffix == ".json":
         try:
             data = json.loads(path.read_bytes().decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise GateError(f"--baseline {path}: not UTF-8 (byte offset {exc.start})") from None
+            raise GateError(f"--agentfloor-baseline {path}: not UTF-8 (byte offset {exc.start})") from None
         except (ValueError, RecursionError) as exc:
-            raise GateError(f"--baseline {path}: not valid JSON ({str(exc)[:80]})") from None
+            raise GateError(f"--agentfloor-baseline {path}: not valid JSON ({str(exc)[:80]})") from None
         runs = data.get("runs") if isinstance(data, dict) else None
         if not isinstance(runs, list):
-            raise GateError(f"--baseline {path}: this summary.json has no per-run outcomes ('runs'); "
+            raise GateError(f"--agentfloor-baseline {path}: this summary.json has no per-run outcomes ('runs'); "
                             "use the runs.jsonl of the baseline session instead")
         problems: list[str] = []
     else:
@@ -80,7 +80,7 @@ def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     problems += notes
     if not good:
         first = f"; {problems[0].removeprefix(f'--baseline {path}: ')}" if problems else "; the file is empty"
-        raise GateError(f"--baseline {path}: no usable baseline run (each needs model, task, tier, variant, "
+        raise GateError(f"--agentfloor-baseline {path}: no usable baseline run (each needs model, task, tier, variant, "
                         f"instance, run, passed){first}")
     return good, problems
 

@@ -182,7 +182,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With --resume, items already complete in runs.jsonl are deselected (their records still count)."""
+    """With --agentfloor-resume, items already complete in runs.jsonl are deselected (their records still count)."""
     settings = config.stash[settings_key]
     if settings.probes and not settings.run_non_capable:
         # only the paper's exclusions skip; a probe "error" (dead endpoint) fails the items in setup

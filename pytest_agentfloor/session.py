@@ -243,9 +243,10 @@ class AgentFloorSession:
             self._finish_files()
 
     def _gate(self, session: pytest.Session, exitstatus: int) -> None:
-        """With --baseline, the exit status is the gate's verdict: item failures are measurements."""
+        """With --agentfloor-baseline, the exit status is the gate's verdict: item failures are measurements."""
         spec = self.settings.gate
-        if spec is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        if spec is None or self.config.option.collectonly or exitstatus not in (pytest.ExitCode.OK,
+                                                                                pytest.ExitCode.TESTS_FAILED):
             return
         from .gate import GateError, evaluate, load_baseline
 
@@ -379,7 +380,7 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: {self.run_text()}", green=complete, yellow=not complete, bold=not complete)
         if self.published is not None:
             tr.write_line(f"agentfloor: {self.where_text()}")
-        if self.settings.gate is not None:
+        if self.settings.gate is not None and not self.config.option.collectonly:  # --co: nothing ran to gate
             self._report_gate(tr)
 
     def section_options(self) -> dict[str, Any]:
