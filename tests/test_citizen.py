@@ -104,7 +104,8 @@ def test_only_configured_case_paths_and_named_files_are_cases(bench: pytest.Pyte
     ids = node_ids(result)
     assert ids and all(i.startswith("cases/") for i in ids)
     # more case paths through the ini setting; a TOML named on the command line declares itself a case
-    shutil.copytree(bench.path / "cases" / "tier_B", bench.path / "extra" / "tier_B")
+    (bench.path / "extra").mkdir()
+    shutil.move(bench.path / "cases" / "tier_B", bench.path / "extra" / "tier_B")  # case ids must stay unique
     shutil.copytree(bench.path / "cases" / "tier_C", bench.path / "elsewhere" / "tier_C")
     bench.makeini("[pytest]\nagentfloor_case_paths = cases extra\n")
     result = bench.runpytest(".", "--co", "-q", "--variants", "v0", "--instances", "i0")
@@ -211,7 +212,7 @@ def test_loadgroup_and_load_keep_node_ids(bench: pytest.Pytester) -> None:
     serial = bench.runpytest_subprocess(*args, "--co", "-q")
     for dist in ("load", "loadgroup"):
         result = bench.runpytest_subprocess(*args, "-n", "2", "--dist", dist, "-v")
-        ran = sorted(json.loads(line)["nodeid"] for line in (bench.path / "reports" / "runs.jsonl").read_text().splitlines())
+        ran = sorted(json.loads(line)["nodeid"] for line in (bench.path / "reports" / "latest" / "runs.jsonl").read_text().splitlines())
         assert ran == sorted(node_ids(serial)), dist
         out = result.stdout.str()
         assert "@" not in out and "[gw0]" in out and "[gw1]" in out, dist  # both workers got items
@@ -225,7 +226,7 @@ def test_junit_under_xunit2_leaves_properties_out_and_says_so(bench: pytest.Pyte
     case = ET.parse(bench.path / "out.xml").getroot().find(".//testcase")
     assert case is not None and case.find(".//property") is None
     assert case.get("classname") == "cases.tier_B.B1" and case.get("name") == "B1[v0-i0-r0-oracle]"
-    assert len(json.loads((bench.path / "reports" / "summary.json").read_text())["runs"]) == 1  # records still count
+    assert len(json.loads((bench.path / "reports" / "latest" / "summary.json").read_text())["runs"]) == 1  # records still count
 
 
 # -- 5. empty selections and tiers --------------------------------------------------------------
@@ -262,15 +263,15 @@ def pytest_agentfloor_extra_obligations(case, trajectory):
 def test_regrade_applies_the_conftest_hooks_and_names_them(bench: pytest.Pytester) -> None:
     bench.makeconftest(EXTRA)
     bench.runpytest("cases/tier_B", "--model", "oracle", "--variants", "v0", "--instances", "i0")
-    result = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "reports/runs.jsonl")
+    result = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "reports/latest/runs.jsonl")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["regrade: grading hooks in force: pytest_agentfloor_extra_obligations from "
                                  "conftest.py; the plugin's defaults*", "*: 0 outcome(s) changed*"])
-    plain = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "reports/runs.jsonl", "--no-conftest")
+    plain = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "reports/latest/runs.jsonl", "--no-conftest")
     plain.stdout.fnmatch_lines(["*the plugin's defaults only (--no-conftest)*"])
     assert "0 outcome(s) changed" not in plain.stdout.str()
     (bench.path / "conftest.py").write_text(EXTRA + "\nraise RuntimeError('half-written')\n")
-    broken = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "reports/runs.jsonl")
+    broken = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", "reports/latest/runs.jsonl")
     assert broken.ret == 2
     broken.stderr.fnmatch_lines(["regrade: cannot load *conftest.py (RuntimeError: half-written)*--no-conftest*"])
 
@@ -289,10 +290,10 @@ def test_fixture_tests_can_add_their_records(bench: pytest.Pytester, xdist: list
     result = bench.runpytest_subprocess("test_mine.py", "--model", "oracle,fault-resign", "-p", "no:cacheprovider",
                                         *xdist)
     assert outcomes(result) == {"passed": 3, "failed": 1}
-    recs = [json.loads(x) for x in (bench.path / "reports" / "runs.jsonl").read_text().splitlines()]
+    recs = [json.loads(x) for x in (bench.path / "reports" / "latest" / "runs.jsonl").read_text().splitlines()]
     assert sorted((r["nodeid"], r["model"], r["passed"]) for r in recs) == [
         ("test_mine.py::test_mine[fault-resign]", "fault-resign", False), ("test_mine.py::test_mine[oracle]", "oracle", True)]
-    summary = json.loads((bench.path / "reports" / "summary.json").read_text())
+    summary = json.loads((bench.path / "reports" / "latest" / "summary.json").read_text())
     assert len(summary["runs"]) == 2
     result.stdout.fnmatch_lines(["*AgentFloor: task completion by model and tier*"])
 
