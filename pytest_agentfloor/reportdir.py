@@ -70,7 +70,7 @@ class ReportDirLock:
             os.close(fd)
             raise ReportDirBusy(
                 f"report dir {self.path.parent} is in use by {holder}; wait for it to finish, or give this "
-                "run its own directory with --report-dir DIR") from None
+                "run its own directory with --agentfloor-report-dir DIR") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"session {self.session_id} (pid {os.getpid()})\n".encode(), 0)
         self._fd = fd
@@ -92,7 +92,7 @@ def read_session(directory: Path) -> dict[str, Any] | None:
 
 
 def resume_source(report_dir: Path) -> Path:
-    """The runs.jsonl that --resume continues: the newest session's that has one, else the top level's."""
+    """The runs.jsonl that --agentfloor-resume continues: the newest session's that has one, else the top level's."""
     sessions = Path(report_dir) / SESSIONS
     if sessions.is_dir():
         for d in sorted(sessions.iterdir(), reverse=True):

@@ -275,7 +275,7 @@ class AgentFloorSession:
         """Complete this session's directory (resumed records, session.json, reports) and publish it.
 
         The session's runs.jsonl then holds every record its reports count, so it stands alone
-        (a later --resume or ``report`` rebuild needs nothing else). A failure in the statistics
+        (a later --agentfloor-resume or ``report`` rebuild needs nothing else). A failure in the statistics
         loses no record: runs.jsonl and session.json are written first.
         """
         from .reportdir import point_latest

@@ -207,8 +207,8 @@ def test_a_second_session_on_the_same_report_dir_is_refused(bench: pytest.Pytest
     finally:
         holder.release()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--report-dir: report dir * is in use by session 20990101-000000.000-beef (pid *);"
-                                 " wait for it to finish, or give this run its own directory with --report-dir DIR"])
+    result.stderr.fnmatch_lines(["*--agentfloor-report-dir: report dir * is in use by session 20990101-000000.000-beef (pid *);"
+                                 " wait for it to finish, or give this run its own directory with --agentfloor-report-dir DIR"])
     assert top(bench, "runs.jsonl").read_text() == live  # nothing moved
     assert len(list((bench.path / "reports" / "sessions").iterdir())) == 1
 
