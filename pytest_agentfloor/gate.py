@@ -76,7 +76,7 @@ def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         problems: list[str] = []
     else:
         runs, problems = read_records(path)
-    good, notes = usable_runs(runs, f"--baseline {path}", "run")
+    good, notes = usable_runs(runs, f"--agentfloor-baseline {path}", "run")
     problems += notes
     if not good:
         first = f"; {problems[0].removeprefix(f'--baseline {path}: ')}" if problems else "; the file is empty"

@@ -169,8 +169,8 @@ def records(p: pytest.Pytester) -> list[dict]:
 ONE = ("cases/tier_B/B1.toml", "--variants", "v0", "--instances", "i0", "--agentfloor-report", "none")
 
 
-@pytest.mark.parametrize("args,name", [((), "agentfloor"), (("--protocol", "tbb"), "tbb"),
-                                       (("--protocol", "legacy"), "legacy")])
+@pytest.mark.parametrize("args,name", [((), "agentfloor"), (("--agentfloor-protocol", "tbb"), "tbb"),
+                                       (("--agentfloor-protocol", "legacy"), "legacy")])
 def test_every_record_says_its_protocol_and_parameters(bench: pytest.Pytester, args: tuple, name: str) -> None:
     bench.runpytest(*ONE, "--model", "oracle,fault-exhaust", *args).assert_outcomes(passed=1, failed=1)
     recs = records(bench)
@@ -190,14 +190,14 @@ def test_protocol_from_ini_and_step_budget_scale_in_the_record(bench: pytest.Pyt
 
 
 @pytest.mark.parametrize("args,message", [
-    (("--protocol", "paper"), "--protocol: expected one of agentfloor, tbb, legacy, got 'paper'"),
+    (("--agentfloor-protocol", "paper"), "--agentfloor-protocol: expected one of agentfloor, tbb, legacy, got 'paper'"),
     (("--step-budget-scale", "0"), "--step-budget-scale: expected a positive number, got '0'"),
     (("--step-budget-scale", "two"), "--step-budget-scale: expected a positive number, got 'two'"),
-    (("--protocol", "tbb", "--step-budget-scale", "2"), "--step-budget-scale: the tbb protocol's turn limit*"),
+    (("--agentfloor-protocol", "tbb", "--step-budget-scale", "2"), "--step-budget-scale: the tbb protocol's turn limit*"),
     (("--token-budget", "lots"), "--token-budget: expected a whole number*got 'lots'"),
-    (("--system-prompt", "chatty"), "--system-prompt: expected one of default, explicit_submission, structured*"),
-    (("--think", "maybe"), "--think: expected on or off, got 'maybe'"),
-    (("--reasoning-effort", "max"), "--reasoning-effort: expected one of none, minimal, low, medium, high*"),
+    (("--agentfloor-system-prompt", "chatty"), "--agentfloor-system-prompt: expected one of default, explicit_submission, structured*"),
+    (("--agentfloor-think", "maybe"), "--agentfloor-think: expected on or off, got 'maybe'"),
+    (("--agentfloor-reasoning-effort", "max"), "--agentfloor-reasoning-effort: expected one of none, minimal, low, medium, high*"),
 ])
 def test_bad_protocol_and_ablation_values_are_usage_errors(bench: pytest.Pytester, args: tuple,
                                                            message: str) -> None:
@@ -207,12 +207,12 @@ def test_bad_protocol_and_ablation_values_are_usage_errors(bench: pytest.Pyteste
 
 
 def test_resume_never_mixes_protocols_or_ablations(bench: pytest.Pytester) -> None:
-    base = (*ONE, "--model", "oracle", "--resume")
+    base = (*ONE, "--model", "oracle", "--agentfloor-resume")
     bench.runpytest(*base).assert_outcomes(passed=1)
     assert bench.runpytest(*base).parseoutcomes().get("deselected") == 1  # same condition: resumed
-    for other, field, value in ((("--protocol", "tbb"), "protocol", "tbb"),
+    for other, field, value in ((("--agentfloor-protocol", "tbb"), "protocol", "tbb"),
                                 (("--step-budget-scale", "2"), "protocol_params", 2.0),
-                                (("--system-prompt", "structured"), "config", "structured")):
+                                (("--agentfloor-system-prompt", "structured"), "config", "structured")):
         result = bench.runpytest(*base, *other)
         result.assert_outcomes(passed=1)  # a different condition runs again, nothing resumed
         assert "resumed" not in result.stdout.str()
@@ -258,7 +258,7 @@ def _run(p: pytest.Pytester, model: str, *extra: str) -> dict:
 @pytest.mark.parametrize("prompt", ["structured", "explicit_submission"])
 def test_system_prompt_ablation_reaches_the_request_and_record(http_bench: pytest.Pytester, server: FakeModelServer,
                                                                model: str, prompt: str) -> None:
-    rec = _run(http_bench, model, "--system-prompt", prompt)
+    rec = _run(http_bench, model, "--agentfloor-system-prompt", prompt)
     (body,) = server.requests
     assert body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPTS[prompt]}
     assert rec["config"]["system_prompt"] == prompt
@@ -272,7 +272,7 @@ def test_structured_prompt_names_the_three_phases() -> None:
 
 @pytest.mark.parametrize("switch,sent", [("off", False), ("on", True)])
 def test_think_reaches_ollama(http_bench: pytest.Pytester, server: FakeModelServer, switch: str, sent: bool) -> None:
-    rec = _run(http_bench, "fake-ollama", "--think", switch)
+    rec = _run(http_bench, "fake-ollama", "--agentfloor-think", switch)
     (body,) = server.requests
     assert body["think"] is sent and rec["config"]["think"] is sent
 
@@ -285,7 +285,7 @@ def test_reasoning_effort_reaches_openai_and_reasoning_tokens_are_recorded(http_
         "usage": {"prompt_tokens": 50, "completion_tokens": 30, "total_tokens": 80,
                   "completion_tokens_details": {"reasoning_tokens": 24}},
     }))
-    rec = _run(http_bench, "fake-openai", "--reasoning-effort", "low")
+    rec = _run(http_bench, "fake-openai", "--agentfloor-reasoning-effort", "low")
     (body,) = server.requests
     assert body["reasoning_effort"] == "low" and rec["config"]["reasoning_effort"] == "low"
     assert rec["reasoning_tokens"] == 24 and rec["trajectory"]["turns"][0]["reasoning_tokens"] == 24
@@ -299,13 +299,13 @@ def test_without_switches_no_reasoning_field_is_sent(http_bench: pytest.Pytester
 
 
 def test_switches_leave_providers_without_the_knob_alone(http_bench: pytest.Pytester, server: FakeModelServer) -> None:
-    """--think is Ollama's switch and --reasoning-effort the OpenAI-compatible one: neither leaks across."""
-    rec = _run(http_bench, "fake-openai", "--think", "off")
+    """--agentfloor-think is Ollama's switch and --reasoning-effort the OpenAI-compatible one: neither leaks across."""
+    rec = _run(http_bench, "fake-openai", "--agentfloor-think", "off")
     assert "think" not in server.requests[0] and rec["config"]["think"] is None
 
 
 def test_the_terminal_summary_names_the_protocol(bench: pytest.Pytester) -> None:
-    result = bench.runpytest(*ONE, "--model", "oracle", "--protocol", "tbb")
+    result = bench.runpytest(*ONE, "--model", "oracle", "--agentfloor-protocol", "tbb")
     result.stdout.fnmatch_lines(["agentfloor protocol tbb: call limit + 2 turns, call limit = reference calls + 2, "
                                  "128,000 episode tokens, completion cap 1,024, truncation ends the episode, "
                                  "infeasibility stop, infra errors count as failures"])

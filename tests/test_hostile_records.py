@@ -116,7 +116,7 @@ def test_resume_and_report_read_a_damaged_runs_jsonl(bench: pytest.Pytester) -> 
     lines[1] = lines[1].replace(b'"model":"oracle"', b'"model":"or\xffacle"')
     lines[2] = b"[1,2,3]\n"
     path.write_bytes(b"".join(lines))
-    result = bench.runpytest(*args, "--resume")
+    result = bench.runpytest(*args, "--agentfloor-resume")
     result.assert_outcomes(passed=2)
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and "Traceback" not in out
@@ -143,7 +143,7 @@ def test_resume_after_a_torn_last_line_starts_a_new_line(bench: pytest.Pytester)
     path = bench.path / "reports" / "runs.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
-    result = bench.runpytest(*args, "--resume")
+    result = bench.runpytest(*args, "--agentfloor-resume")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*runs.jsonl:10: truncated last line ignored*"])
     records, problems = read_records(path)
@@ -188,12 +188,12 @@ def test_replay_of_a_sweep_equals_the_recorded_sweep(bench: pytest.Pytester) -> 
             timeout_s = 5
             temperature = 0.8
         """)
-        args = ["cases/tier_A/A1.toml", "--model", "fake", "--instances", "i0,i1", "--runs", "4", *NO_REPORT]
-        recording = bench.runpytest(*args, "--record")  # the session's probe is recorded too, outside any item
+        args = ["cases/tier_A/A1.toml", "--model", "fake", "--instances", "i0,i1", "--agentfloor-runs", "4", *NO_REPORT]
+        recording = bench.runpytest(*args, "--agentfloor-record")  # the session's probe is recorded too, outside any item
         recording.stdout.fnmatch_lines(["*probe fake: tool_capable*"])
         recorded = runs(bench.path)
         n_requests = len(server.requests)
-        replay = bench.runpytest(*args, "--replay")
+        replay = bench.runpytest(*args, "--agentfloor-replay")
         assert len(server.requests) == n_requests
     replayed = runs(bench.path)
     assert len(recorded) == len(replayed) == 5 * 2 * 4
@@ -223,7 +223,7 @@ def test_bad_cassette_lines_are_named_once_and_skipped(bench: pytest.Pytester) -
             timeout_s = 5
         """)
         args = ["cases/tier_A/A1.toml", "--model", "fake", "--instances", "i0", "--no-probe", *NO_REPORT]
-        bench.runpytest(*args, "--record").assert_outcomes(passed=5)
+        bench.runpytest(*args, "--agentfloor-record").assert_outcomes(passed=5)
     path = bench.path / "reports" / "cassettes.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     assert len(lines) == 10
@@ -233,7 +233,7 @@ def test_bad_cassette_lines_are_named_once_and_skipped(bench: pytest.Pytester) -
     lines[3] = json.dumps(entry).encode() + b"\n"
     lines[5] = b"[1,2,3]\n"  # v2, turn 1
     path.write_bytes(b"".join(lines))
-    result = bench.runpytest(*args, "--replay")
+    result = bench.runpytest(*args, "--agentfloor-replay")
     result.assert_outcomes(passed=2, errors=3)  # the three items whose entries were damaged miss
     out = result.stdout.str()
     assert "Traceback" not in out and "INTERNALERROR" not in out
@@ -247,13 +247,13 @@ def test_bad_cassette_lines_are_named_once_and_skipped(bench: pytest.Pytester) -
 
 # -- items 12 and 13: --baseline and --report-dir checked before anything runs ----------------------
 @pytest.mark.parametrize("name, content, message", [
-    ("base", None, "--baseline base: is a directory, not a file"),
-    ("base.jsonl", b"garbage\n", "--baseline base.jsonl: no usable baseline run"),
+    ("base", None, "--agentfloor-baseline base: is a directory, not a file"),
+    ("base.jsonl", b"garbage\n", "--agentfloor-baseline base.jsonl: no usable baseline run"),
     ("base.jsonl", b'{"model": "m"}\n', "no usable baseline run (each needs model, task, tier, variant, instance, "
                                        "run, passed); run 1: no 'task' field"),
     ("base.json", b'{"runs": 3}', "this summary.json has no per-run outcomes"),
-    ("base.json", b"\xff{", "--baseline base.json: not UTF-8"),
-    ("base.json", b"{nope", "--baseline base.json: not valid JSON"),
+    ("base.json", b"\xff{", "--agentfloor-baseline base.json: not UTF-8"),
+    ("base.json", b"{nope", "--agentfloor-baseline base.json: not valid JSON"),
 ])
 def test_a_bad_baseline_is_a_usage_error_before_any_item(bench: pytest.Pytester, name: str, content: bytes | None,
                                                          message: str) -> None:
@@ -261,7 +261,7 @@ def test_a_bad_baseline_is_a_usage_error_before_any_item(bench: pytest.Pytester,
         (bench.path / name).mkdir()
     else:
         (bench.path / name).write_bytes(content)
-    result = bench.runpytest("cases/tier_A", "--model", "oracle", "--baseline", name, *NO_REPORT)
+    result = bench.runpytest("cases/tier_A", "--model", "oracle", "--agentfloor-baseline", name, *NO_REPORT)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
     assert not (bench.path / "reports" / "runs.jsonl").exists()
@@ -273,9 +273,9 @@ def test_a_report_dir_that_is_a_file_is_one_usage_error(bench: pytest.Pytester) 
     result = bench.runpytest("cases/tier_A", "--model", "oracle")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.str().count("ERROR:") == 1
-    result.stderr.fnmatch_lines(["ERROR: --report-dir reports: is a file, not a directory*"])
-    result = bench.runpytest("cases/tier_A", "--model", "oracle", "--report-dir", "reports/sub")
-    result.stderr.fnmatch_lines(["ERROR: --report-dir reports/sub: cannot be created: * is not a directory*"])
+    result.stderr.fnmatch_lines(["ERROR: --agentfloor-report-dir reports: is a file, not a directory*"])
+    result = bench.runpytest("cases/tier_A", "--model", "oracle", "--agentfloor-report-dir", "reports/sub")
+    result.stderr.fnmatch_lines(["ERROR: --agentfloor-report-dir reports/sub: cannot be created: * is not a directory*"])
 
 
 def test_regrade_keeps_records_it_cannot_read(bench: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:

@@ -151,7 +151,7 @@ def test_truncation_at_the_completion_cap(bench: pytest.Pytester, server: FakeMo
                                           termination: str) -> None:
     """Under tbb a cut-off reply ends the episode; under agentfloor it is read like any reply."""
     server.responder = lambda body: reply(content="The payment terms are", finish_reason="length")
-    run(bench, "fake-ollama", "--protocol", protocol).assert_outcomes(failed=1)
+    run(bench, "fake-ollama", "--agentfloor-protocol", protocol).assert_outcomes(failed=1)
     (rec,) = records(bench)
     assert (rec["termination"], rec["terminal_flag"]) == (termination, "truncation")
 

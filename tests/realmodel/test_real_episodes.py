@@ -53,7 +53,7 @@ def test_tiers_A_and_B_run_graded_with_a_record_per_item(pytester: pytest.Pytest
 def test_a_reply_cut_at_the_completion_cap_is_truncation(pytester: pytest.Pytester, qwen_server: LocalServer) -> None:
     bench_dir(pytester, qwen_server.openai_url, cases=("tier_A/A1",), max_tokens=5, timeout_s=120, retries=0)
     # legacy: the cut-off reply ends the episode (as under tbb) while the model's own cap of 5 is kept
-    result = run(pytester, extra=("--protocol", "legacy"))
+    result = run(pytester, extra=("--agentfloor-protocol", "legacy"))
     result.assert_outcomes(failed=1)
     (rec,) = records(pytester)
     assert (rec["termination"], rec["terminal_flag"]) == ("truncated", "truncation")

@@ -90,7 +90,7 @@ def test_a_broken_tool_call_is_the_models_malformed_call(pytester: pytest.Pytest
                                                         fault: str, words: str) -> None:
     proxy.push(fault)
     # legacy (like tbb) ends the episode at a malformed call; agentfloor would let the model retry
-    result = run(a1(pytester, proxy), extra=("--protocol", "legacy"))
+    result = run(a1(pytester, proxy), extra=("--agentfloor-protocol", "legacy"))
     result.assert_outcomes(failed=1)
     (rec,) = records(pytester)
     assert (rec["termination"], rec["failure_mode"]) == ("malformed_call", "F2")
