@@ -13,8 +13,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .nodeids import model_name_problem
-
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -176,9 +174,6 @@ def load_models(path: Path | None) -> dict[str, ModelConfig]:
                               "(no spaces, commas, brackets or '::'), as it is part of test ids and --model lists")
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: models.{name} must be a table")
-        problem = model_name_problem(name)
-        if problem:
-            raise ConfigError(f"{path}: models.{name}: {problem}")
         try:
             models[name] = ModelConfig.model_validate({"name": name, **table})
         except ValidationError as exc:

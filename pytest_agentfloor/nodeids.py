@@ -4,15 +4,13 @@ pytest builds a parametrized id as ``<file>::<name>[<params>]`` and, from pytest
 ``[<params>]`` as a separate part of the id (``NodeId.with_params``). An id written by hand as
 one name compares unequal with what ``--lf``, ``--ff``, ``--sw`` and ``--deselect`` read back
 from the cache (pytest-dev/pytest#15045), so the item passes its full node id explicitly: the
-string parses the same way on pytest 8 and 9. Items, resume keys and records all use this.
+string parses the same way on pytest 8 and 9. Items and records use this; config.py keeps
+model names to characters that cannot break it (no ``::``, brackets or whitespace).
 """
 
 from __future__ import annotations
 
 import re
-
-#: what a model name may not contain: it travels through node ids, command lines and caches
-FORBIDDEN = re.compile(r"::|[\[\]\s]")
 
 
 def params(variant: str, instance: str, run: int, model: str) -> str:
@@ -37,13 +35,3 @@ def split_nodeid(nodeid: str) -> tuple[str, str, str | None]:
     if not m:
         return path, rest, None
     return path, m.group(1), m.group(5)
-
-
-def model_name_problem(name: str) -> str | None:
-    """Why `name` cannot be a model name, or None when it can."""
-    if not name:
-        return "a model name may not be empty"
-    if FORBIDDEN.search(name):
-        return (f"model name {name!r} contains '::', '[', ']' or whitespace, which would break pytest node ids "
-                "(--lf, --deselect, node-id reruns); rename the [models.NAME] table")
-    return None

@@ -245,17 +245,17 @@ def add_options(parser: pytest.Parser) -> None:
         "multiply every tier step budget (the paper's step-budget x2 ablation: 2)", default="1", metavar="X")
     add("--token-budget", "agentfloor_token_budget",
         "episode token budget; empty = the protocol's (tbb, legacy: 128000; agentfloor: none)",
-        default="", metavar="N")
+        default="", shown="the protocol's", metavar="N")
     add("--episode-timeout", "agentfloor_episode_timeout", "wall-clock safety limit per episode, in seconds",
         default="600", metavar="S")
     add("--system-prompt", "agentfloor_system_prompt",
         "system prompt for every model: default|explicit_submission|structured; empty = each model's own",
-        default="", metavar="NAME")
+        default="", shown="each model's own", metavar="NAME")
     add("--think", "agentfloor_think", "Ollama models' reasoning switch: on|off; empty = each model's own",
-        default="", metavar="on|off")
+        default="", shown="each model's own", metavar="on|off")
     add("--reasoning-effort", "agentfloor_reasoning_effort",
         "OpenAI-compatible models' reasoning_effort: none|minimal|low|medium|high; empty = each model's own",
-        default="", metavar="LEVEL")
+        default="", shown="each model's own", metavar="LEVEL")
     add("--baseline", "agentfloor_baseline", "gate against this runs.jsonl (or summary.json) of the incumbent",
         default="", shown="none, no gate", metavar="PATH")
     add("--gate-margin", "agentfloor_gate_margin", "non-inferiority margin of the gate, in percentage points",
