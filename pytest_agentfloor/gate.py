@@ -79,7 +79,7 @@ def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     good, notes = usable_runs(runs, f"--agentfloor-baseline {path}", "run")
     problems += notes
     if not good:
-        first = f"; {problems[0].removeprefix(f'--baseline {path}: ')}" if problems else "; the file is empty"
+        first = f"; {problems[0].removeprefix(f'--agentfloor-baseline {path}: ')}" if problems else "; the file is empty"
         raise GateError(f"--agentfloor-baseline {path}: no usable baseline run (each needs model, task, tier, variant, "
                         f"instance, run, passed){first}")
     return good, problems
