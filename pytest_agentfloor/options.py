@@ -147,10 +147,10 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
     baseline_model = str(_opt(config, "agentfloor_gate_baseline_model")) or None
     in_file = sorted({r["model"] for r in runs})
     if baseline_model is not None and baseline_model not in in_file:
-        raise pytest.UsageError(f"--gate-baseline-model: {baseline_model!r} is not in --baseline {raw} "
+        raise pytest.UsageError(f"--gate-baseline-model: {baseline_model!r} is not in --agentfloor-baseline {raw} "
                                 f"(it holds {', '.join(in_file)})")
     if baseline_model is None and len(in_file) > 1:
-        raise pytest.UsageError(f"--baseline {raw} holds several models ({', '.join(in_file)}); "
+        raise pytest.UsageError(f"--agentfloor-baseline {raw} holds several models ({', '.join(in_file)}); "
                                 "name the incumbent with --gate-baseline-model")
     min_pairs = _int_opt(config, "agentfloor_gate_min_pairs", "--gate-min-pairs", minimum=0)
     return GateSpec(path, margin, tiers or None, floors, baseline_model, min_pairs=min_pairs,

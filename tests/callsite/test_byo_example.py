@@ -86,7 +86,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_own_call_sites_with_a_builtin_and_a_hook_grader(project: pytest.Pytester) -> None:
-    result = project.runpytest("cases/callsite", "--model", "good,lazy", "--reference", "good", "--strict-markers")
+    result = project.runpytest("cases/callsite", "--model", "good,lazy", "--agentfloor-reference", "good", "--strict-markers")
     result.assert_outcomes(passed=3, failed=3)
     result.stdout.fnmatch_lines([
         "*ticket_router-billing-01*lazy*", "failed rule intent.valid_label: expected one of billing, outage, other; "

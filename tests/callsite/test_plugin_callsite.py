@@ -74,7 +74,7 @@ def test_markers_select_site_installation_and_sub_group(sites: pytest.Pytester) 
 
 def test_degenerate_policies_land_where_the_paper_puts_them(sites: pytest.Pytester) -> None:
     result = sites.runpytest("cases/callsite/actuator.toml", "cases/callsite/planner.toml",
-                             "--model", "big,eager,shy", "--reference", "big", "-p", "no:randomly")
+                             "--model", "big,eager,shy", "--agentfloor-reference", "big", "-p", "no:randomly")
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] > 0 and "error" not in outcomes and "errors" not in outcomes
     s = summarise(records(sites), reference="big")
@@ -98,7 +98,7 @@ def test_degenerate_policies_land_where_the_paper_puts_them(sites: pytest.Pytest
 
 
 def test_xdist_and_the_offline_report_give_the_same_files(sites: pytest.Pytester) -> None:
-    args = ["cases/callsite", "--model", "big,eager", "--reference", "big", "--agentfloor-report", "all"]
+    args = ["cases/callsite", "--model", "big,eager", "--agentfloor-reference", "big", "--agentfloor-report", "all"]
     sites.runpytest(*args)
     serial = json.loads((sites.path / "reports" / "summary.json").read_text())
     sites.runpytest(*args, "-n", "2")
@@ -134,7 +134,7 @@ def test_the_gate_checks_ladder_tiers_and_sets_call_sites_aside(sites: pytest.Py
     # 5 tasks x 5 variants x 2 runs = 50 pairs: the gate's guarded interval needs 35 to certify -10 pp
     sites.runpytest("cases", "--model", "oracle", "--runs", "2")
     shutil.copy(sites.path / "reports" / "runs.jsonl", sites.path / "baseline.jsonl")
-    result = sites.runpytest("cases", "--model", "oracle", "--runs", "2", "--baseline", "baseline.jsonl")
+    result = sites.runpytest("cases", "--model", "oracle", "--agentfloor-runs", "2", "--agentfloor-baseline", "baseline.jsonl")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*gate tier A0: *", f"*gate: {2 * n_cases()} call-site record(s) are reported but not "
                                  "gated*", "*agentfloor gate: PASSED*"])
