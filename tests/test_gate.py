@@ -12,7 +12,7 @@ from pytest_agentfloor.gate import GateError, evaluate, parse_floor
 
 REPO = Path(__file__).resolve().parents[1]
 # two runs per item: 50 pairs per tier, above the 35 the guarded interval needs to certify -10 pp
-SELECT = ["--instances", "i0", "--runs", "2", "-p", "no:cacheprovider"]
+SELECT = ["--instances", "i0", "--agentfloor-runs", "2", "-p", "no:cacheprovider"]
 
 
 @pytest.fixture

@@ -132,7 +132,7 @@ def test_a_broken_site_table_is_a_clear_collection_error_and_the_rest_runs(sites
 def test_the_gate_checks_ladder_tiers_and_sets_call_sites_aside(sites: pytest.Pytester) -> None:
     shutil.copytree(REPO / "cases" / "tier_A0", sites.path / "cases" / "tier_A0")
     # 5 tasks x 5 variants x 2 runs = 50 pairs: the gate's guarded interval needs 35 to certify -10 pp
-    sites.runpytest("cases", "--model", "oracle", "--runs", "2")
+    sites.runpytest("cases", "--model", "oracle", "--agentfloor-runs", "2")
     shutil.copy(sites.path / "reports" / "runs.jsonl", sites.path / "baseline.jsonl")
     result = sites.runpytest("cases", "--model", "oracle", "--agentfloor-runs", "2", "--agentfloor-baseline", "baseline.jsonl")
     assert result.ret == 0
