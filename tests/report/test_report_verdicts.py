@@ -41,7 +41,7 @@ def test_five_of_five_is_not_a_certainty(bench: pytest.Pytester) -> None:
 
 
 def test_one_pair_is_insufficient_evidence_in_the_paired_table(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases/tier_D/D1.toml", "--model", "oracle,fault-repeat", "--reference", "oracle",
+    result = bench.runpytest("cases/tier_D/D1.toml", "--model", "oracle,fault-repeat", "--agentfloor-reference", "oracle",
                              "--variants", "v0", "--instances", "i0", "-p", "no:cacheprovider", "--no-probe")
     text = result.stdout.str()
     paired = text.split("paired comparison against oracle")[1]
