@@ -105,7 +105,7 @@ def classify(cmd: str) -> str:
         builtin = set(builtin_models())
         models = {m for i, w in enumerate(words) if w == "--model" for m in words[i + 1].split(",")}
         return "run" if models <= builtin else "collect"
-    if words[:3] == ["python", "-m", "pytest_agentfloor"]:
+    if " ".join(words[:3]) == "python -m pytest_agentfloor":  # the docs' spelling; run() puts sys.executable first on PATH
         # `python -m pytest_agentfloor report` in prose names the command; it needs its runs.jsonl
         return "name" if words[3:] in (["report"], ["regrade"]) else "run"
     raise AssertionError(f"an unclassified command in the docs: {cmd!r}")
