@@ -472,7 +472,7 @@ def read_settings(config: pytest.Config) -> Settings:
     max_cost_raw = str(_opt(config, "agentfloor_max_cost") or "").strip()
     max_cost = None
     if max_cost_raw:
-        max_cost = _float_opt(config, "agentfloor_max_cost", "--agentfloor-max-cost", 0.0, 1e9, "US dollars", low_open=True)
+        max_cost = _float_opt(config, "agentfloor_max_cost", "--max-cost", 0.0, 1e9, "US dollars", low_open=True)
     progress = str(_opt(config, "agentfloor_progress") or "auto")
     if progress not in ("auto", "color", "plain", "off"):
         raise pytest.UsageError(f"--agentfloor-progress: expected auto, color, plain or off, got {progress!r}")

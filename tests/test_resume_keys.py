@@ -1,4 +1,4 @@
-"""--resume reuses a stored result only for the same item under the same model configuration.
+"""--agentfloor-resume reuses a stored result only for the same item under the same model configuration.
 
 A changed models.toml entry and an infrastructure error both make an item run again; an
 unchanged graded item is taken from runs.jsonl. Real pytest runs (pytester), scripted and
@@ -43,7 +43,7 @@ def test_an_unchanged_configuration_is_resumed(bench: pytest.Pytester) -> None:
     bench.makefile(".toml", models=scripted(temperature=0.0))
     bench.runpytest(*ARGS, "--model", "mine").assert_outcomes(passed=2)
     first = runs(bench)
-    result = bench.runpytest(*ARGS, "--model", "mine", "--resume")
+    result = bench.runpytest(*ARGS, "--model", "mine", "--agentfloor-resume")
     result.stdout.fnmatch_lines(["*resumed 2 item(s) from runs.jsonl*"])
     assert runs(bench) == first  # nothing ran again: the same records, wall times and all
 
@@ -54,7 +54,7 @@ def test_a_changed_models_toml_entry_runs_again(bench: pytest.Pytester, change: 
     bench.makefile(".toml", models=scripted(temperature=0.0))
     bench.runpytest(*ARGS, "--model", "mine").assert_outcomes(passed=2)
     bench.makefile(".toml", models=scripted(**{"temperature": 0.0, **change}))
-    result = bench.runpytest(*ARGS, "--model", "mine", "--resume")
+    result = bench.runpytest(*ARGS, "--model", "mine", "--agentfloor-resume")
     result.assert_outcomes(passed=2)
     assert "resumed" not in result.stdout.str()
     (key, value), = change.items()
@@ -77,7 +77,7 @@ timeout_s = 5
         assert [r["infra_error"] for r in before].count(True) == 2
         server.responder = follow_reference  # the endpoint is back
         n_before = len(server.requests)
-        second = bench.runpytest(*ARGS, "--model", "mine,remote", "--resume")
+        second = bench.runpytest(*ARGS, "--model", "mine,remote", "--agentfloor-resume")
         second.assert_outcomes(passed=2)  # only the two infrastructure errors ran again
         second.stdout.fnmatch_lines(["*resumed 2 item(s) from runs.jsonl*"])
         assert len(server.requests) - n_before == 2 * 3  # B1's reference: three model turns per item

@@ -33,7 +33,7 @@ PAIRS = ["--instances", "all"]
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("compare")
-    out = run_session(where, "--model", "oracle", "--report-dir", "base", *PAIRS)
+    out = run_session(where, "--model", "oracle", "--agentfloor-report-dir", "base", *PAIRS)
     assert out.returncode == 0, out.stdout[-2000:]
     return where
 
@@ -48,7 +48,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_compare_gives_the_session_gate_verdict(baseline: Path, model: str, extra: list[str],
                                                 status: int | None) -> None:
     cand = f"cand-{model}-{len(extra)}"
-    session = run_session(baseline, "--model", model, "--report-dir", cand, "--baseline", "base/runs.jsonl",
+    session = run_session(baseline, "--model", model, "--agentfloor-report-dir", cand, "--agentfloor-baseline", "base/runs.jsonl",
                           "-q", *PAIRS, *extra)
     stored = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / cand / "runs.jsonl"), *extra)
     assert stored.returncode == session.returncode, (session.stdout[-1500:], stored.stdout, stored.stderr)
@@ -59,7 +59,7 @@ def test_compare_gives_the_session_gate_verdict(baseline: Path, model: str, extr
 
 
 def test_same_model_from_two_sessions_kept_apart(baseline: Path, tmp_path: Path) -> None:
-    again = run_session(baseline, "--model", "oracle,fault-resign", "--report-dir", "again", *PAIRS)
+    again = run_session(baseline, "--model", "oracle,fault-resign", "--agentfloor-report-dir", "again", *PAIRS)
     assert (baseline / "again" / "runs.jsonl").is_file(), again.stdout[-2000:]
     viewer = tmp_path / "both.html"
     out = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / "again" / "runs.jsonl"),
@@ -76,7 +76,7 @@ def test_same_model_from_two_sessions_kept_apart(baseline: Path, tmp_path: Path)
 
 
 def test_paired_rows_and_changed_items(baseline: Path) -> None:
-    run_session(baseline, "--model", "fault-exhaust", "--report-dir", "worse", *PAIRS)
+    run_session(baseline, "--model", "fault-exhaust", "--agentfloor-report-dir", "worse", *PAIRS)
     out = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / "worse" / "runs.jsonl"), "--viewer",
                   "v.html", cwd=baseline)
     assert (baseline / "v.html").is_file()
