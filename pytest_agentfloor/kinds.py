@@ -45,7 +45,7 @@ class EpisodeKind:
     """The ladder: one case per file, expanded over prompt variants and instances."""
 
     name = "episode"
-    markers: dict[str, str] = {}
+    markers: dict[str, str] = {"ladder": "an AgentFloor ladder case (tiers A0-E); `-m ladder` selects the ladder alone"}
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         case = parse_case(data, path)
@@ -59,7 +59,7 @@ class EpisodeKind:
             return cache[(variant, instance)]
 
         return [Entry(case.id, content_hash, tuple((v, i) for v in variants for i in instances),
-                      (f"tier_{case.tier}",), _resolve)]
+                      ("ladder", f"tier_{case.tier}"), _resolve)]
 
     def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any:
         from .episode import run_episode
