@@ -230,6 +230,8 @@ class AgentFloorSession:
             "selection": sel,
             "resumed_items": len(self.resumed),
             "protocol": self.settings.protocol.params(),
+            # the context window each probed model was served with (None: unknown to the plugin)
+            "context_windows": {name: window for name, (window, _) in sorted(self.contexts.items())},
             "exit_status": int(exitstatus),
         }
 

@@ -219,6 +219,12 @@ def run_line(run: Mapping[str, Any] | None) -> str | None:
         bits.append("models " + ", ".join(sel["models"]))
     if sel.get("paths"):
         bits.append("paths " + " ".join(sel["paths"]))
+    protocol = run.get("protocol") or {}
+    if protocol.get("name"):
+        bits.append(f"protocol {protocol['name']}")
+    windows = run.get("context_windows") or {}
+    if windows:
+        bits.append("context " + ", ".join(f"{m} {w if w else 'unknown'}" for m, w in windows.items()))
     return " · ".join(bits)
 
 

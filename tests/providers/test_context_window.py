@@ -283,6 +283,14 @@ def test_the_probe_reports_the_context_window_in_force(pytester: pytest.Pytester
     assert data["auto-ollama"]["context_window"] == 6144 and data["fixed-openai"]["context_window"] is None
     recs = [json.loads(x) for x in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
     assert {r["model"]: r["trajectory"]["context_window"] for r in recs} == {"auto-ollama": 6144, "fixed-openai": None}
+    # the window in force heads every report: session.json, report.md, report.html and the terminal
+    run = json.loads((pytester.path / "reports" / "session.json").read_text())
+    assert run["context_windows"] == {"auto-ollama": 6144, "fixed-openai": None}
+    assert run["protocol"]["name"] == "agentfloor"
+    head = "protocol agentfloor · context auto-ollama 6144, fixed-openai unknown"
+    assert head in (pytester.path / "reports" / "report.md").read_text()
+    assert head in (pytester.path / "reports" / "report.html").read_text()
+    assert head in result.stdout.str()
 
 
 def test_an_embedded_slot_too_small_stops_the_session_before_anything_runs(pytester: pytest.Pytester) -> None:
