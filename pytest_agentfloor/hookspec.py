@@ -6,7 +6,7 @@ that returns a value there replaces the default.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pytest
 
@@ -20,11 +20,14 @@ if TYPE_CHECKING:
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_agentfloor_check_obligation(code: str, case: "ResolvedCase", trajectory: "Trajectory") -> "Verdict | None":
+def pytest_agentfloor_check_obligation(code: str, case: "ResolvedCase", trajectory: "Trajectory",
+                                       judgments: "Mapping[str, Any] | None") -> "Verdict | None":
     """Check obligation `code` (one of A S P Q E X G B C) for one episode.
 
     Return a Verdict to decide it, or None to leave it to the next implementation; the
-    plugin's default implements the nine obligations of the benchmark.
+    plugin's default implements the nine obligations of the benchmark. `judgments` maps each
+    semantic predicate of the case to its verdict (judge or keyword stand-in; see docs/judge.md);
+    an implementation may leave the argument out.
     """
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from .config import ModelConfig
 from .corpus import config_fingerprint, resume_key
+from .judge.assess import assess
 from .kinds import CaseKind, Entry, kind_named, load_file
 from .nodeids import item_name, item_nodeid
 from .options import settings_key
@@ -137,6 +138,7 @@ class CaseItem(pytest.Item):
             self.add_marker(marker)
         self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})
         self.trajectory = None
+        self.assessment: Any = None  # judge.assess.Assessment: the semantic verdicts
         self.resume_key = ""
 
     @property
@@ -172,21 +174,30 @@ class CaseItem(pytest.Item):
         if self.trajectory.termination == "context_limit":  # the setup's limit, not the model's failure
             self._save_record(None)
             raise ContextLimitReached(safe_text(f"context limit ({self.model.name}): {self.trajectory.error}"))
+        # the judge runs here, not in the call phase: a judge that fails is an error of the setup
+        self.assessment = assess(case, self.trajectory, settings.judge_for())
+        if self.assessment.error is not None:
+            self._save_record(None)
+            raise InfrastructureError(safe_text(f"infrastructure error (judge): {self.assessment.error}"))
 
     def runtest(self) -> None:
         case, traj = self.resolved_case, self.trajectory
         assert traj is not None
-        result = self.kind.grade(case, traj, self.ihook)
+        judged = self.assessment.by_predicate() if self.assessment is not None else {}
+        # only kinds with semantic checks (the ladder's episodes) receive the verdicts
+        result = self.kind.grade(case, traj, self.ihook, *((judged,) if judged else ()))
         self._save_record(result)
         if not result.passed:
-            raise CaseFailed(result.message(traj))
+            lines = self.assessment.lines() if self.assessment is not None else []
+            raise CaseFailed(result.message(traj) + "".join(f"\n{safe_text(line)}" for line in lines))
 
     def teardown(self) -> None:
-        self.trajectory = None  # the record holds it now; keeping it would grow memory (and GC time) per item
+        self.trajectory = self.assessment = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any) -> None:
         save_record(self, build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
-                                       protocol=self.config.stash[settings_key].protocol.params()))
+                                       protocol=self.config.stash[settings_key].protocol.params(),
+                                       judging=self.assessment))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):

@@ -69,10 +69,11 @@ class EpisodeKind:
                            protocol=settings.protocol, timeout_s=settings.episode_timeout,
                            remaining_steps=remaining_steps)
 
-    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any:
+    def grade(self, case: Any, trajectory: Any, hook: Any, judgments: Any = None) -> Any:
+        """`judgments`: the semantic verdicts by predicate (judge.assess), when the item has any."""
         from .grading import grade
 
-        return grade(case, trajectory, hook)
+        return grade(case, trajectory, hook, judgments)
 
 
 _CALLSITE_KIND = re.compile(r'^kind\s*=\s*["\']callsite["\']', re.M)

@@ -90,6 +90,10 @@ class Settings:
     active: bool = True
     #: a usage error deferred because the run did not look like a benchmark run (raised if it becomes one)
     error: str | None = None
+    #: --judge: the model that decides the semantic predicates (None: their keyword stand-ins)
+    judge: ModelConfig | None = None
+    judge_cache: str = "readwrite"
+    judge_client: Any = None
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
@@ -103,6 +107,19 @@ class Settings:
                 live = make_provider(config, turns=session_turns(self.protocol))
                 self.providers[config.name] = RecordingProvider(live, self.cassettes) if self.record else live  # type: ignore[arg-type]
         return self.providers[config.name]
+
+    def judge_for(self) -> Any:
+        """This process's judge.client.Judge (None without --judge); its cache is shared by every
+        session and worker: report_dir/judge-cache.jsonl."""
+        if self.judge is None:
+            return None
+        if self.judge_client is None:
+            from .judge.cache import CACHE_FILE, JudgeCache
+            from .judge.client import Judge
+
+            cache = None if self.judge_cache == "off" else JudgeCache(self.report_dir / CACHE_FILE, self.judge_cache)
+            self.judge_client = Judge(self.judge, cache)
+        return self.judge_client
 
     def log(self) -> RunLog:
         if self.run_log is None:
@@ -256,6 +273,11 @@ def add_options(parser: pytest.Parser) -> None:
     add("--reasoning-effort", "agentfloor_reasoning_effort",
         "OpenAI-compatible models' reasoning_effort: none|minimal|low|medium|high; empty = each model's own",
         default="", shown="each model's own", metavar="LEVEL")
+    add("--agentfloor-judge", "agentfloor_judge",
+        "model (from models.toml) that judges the semantic answer checks", default="",
+        shown="none, the keyword stand-ins", metavar="MODEL")
+    add("--agentfloor-judge-cache", "agentfloor_judge_cache",
+        "judge verdict cache in the report dir: readwrite|read|write|off", default="readwrite", metavar="MODE")
     add("--baseline", "agentfloor_baseline", "gate against this runs.jsonl (or summary.json) of the incumbent",
         default="", shown="none, no gate", metavar="PATH")
     add("--gate-margin", "agentfloor_gate_margin", "non-inferiority margin of the gate, in percentage points",
@@ -465,6 +487,7 @@ def read_settings(config: pytest.Config) -> Settings:
     if not hasattr(config, "workerinput"):
         check_selection(config, variants, instances)
     protocol = _protocol(config)
+    judge, judge_cache = _judge(config, models)  # the session's ablations are for the judged models, not the judge
     models = _ablations(config, models, protocol)
     record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
     if record and replay:
@@ -508,7 +531,28 @@ def read_settings(config: pytest.Config) -> Settings:
         report_dir=report_dir(config, rootdir),
         token_budget=protocol.token_budget,
         episode_timeout=timeout,
+        judge=judge,
+        judge_cache=judge_cache,
     )
+
+
+def _judge(config: pytest.Config, models: dict[str, ModelConfig]) -> tuple[ModelConfig | None, str]:
+    """--judge and --judge-cache, checked against the configured models."""
+    from .judge.cache import CACHE_MODES
+
+    mode = str(_opt(config, "agentfloor_judge_cache") or "readwrite").strip()
+    if mode not in CACHE_MODES:
+        raise pytest.UsageError(f"--agentfloor-judge-cache: expected one of {', '.join(CACHE_MODES)}, got {mode!r}")
+    name = str(_opt(config, "agentfloor_judge") or "").strip()
+    if not name:
+        return None, mode
+    if name not in models:
+        raise pytest.UsageError(f"--agentfloor-judge: unknown model {name!r}; configured: {', '.join(sorted(models))} "
+                                "(a judge is any openai, ollama or local model in models.toml)")
+    if models[name].provider in ("scripted", "replay"):
+        raise pytest.UsageError(f"--agentfloor-judge: {name!r} is a {models[name].provider} model and cannot judge text; "
+                                "name an openai, ollama or local model")
+    return models[name], mode
 
 
 def _protocol(config: pytest.Config) -> Protocol:

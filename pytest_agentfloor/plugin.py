@@ -146,6 +146,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     for provider in settings.providers.values():
         provider.close()
+    if settings.judge_client is not None:
+        settings.judge_client.close()
     if settings.run_log:
         settings.run_log.close()
     session = config.stash.get(session_key, None)
@@ -286,7 +288,10 @@ def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelCo
     Returns (trajectory, grade), graded with the same hooks as the benchmark items. With
     `record=True` the run's record also goes to runs.jsonl, the session's report and the gate,
     exactly like a benchmark item's (and, as there, `run` numbers repeated runs).
+    The same --agentfloor-judge decides the semantic checks; a judge that fails raises InfrastructureError.
     """
+    from .judge.assess import assess
+
     settings = request.config.stash[settings_key]
 
     def run(path: str | Path, variant: str = "v0", instance: str = "i0", *, record: bool = False,
@@ -294,9 +299,13 @@ def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelCo
         case, digest = load_case(Path(path))
         resolved = resolve(case, variant, instance, digest)
         traj = play(settings, resolved, agentfloor_model, agentfloor_provider, run)
-        result = grade(resolved, traj, request.config.hook)
+        assessment = assess(resolved, traj, settings.judge_for())
+        if assessment.error is not None:
+            raise InfrastructureError(f"infrastructure error (judge): {assessment.error}")
+        result = grade(resolved, traj, request.config.hook, assessment.by_predicate())
         if record:
-            save_record(request.node, build_record(resolved, traj, result, agentfloor_model, request.node.nodeid))
+            save_record(request.node, build_record(resolved, traj, result, agentfloor_model, request.node.nodeid,
+                                                   judging=assessment))
         return traj, result
 
     return run

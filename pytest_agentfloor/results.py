@@ -21,9 +21,15 @@ from .trajectory import Trajectory
 RECORD_SCHEMA = 1
 #: longest text stored for one message field (content, arguments, answer, error), in UTF-8 bytes
 MAX_TEXT_BYTES = 64 * 1024
+#: the semantic-check counts (judge.assess.Assessment.scalars); records from before the judge lack them
+JUDGE_FIELDS: tuple[str, ...] = (
+    "judge_model", "judge_verdicts", "keyword_verdicts", "judge_fails", "judge_cached", "judge_requests", "judge_error",
+    "judge_cost_usd", "judge_latency_s",
+)
 #: fields a record may lack (written by older versions, or by a later helper): read with .get()
 OPTIONAL_PROPERTY_FIELDS: tuple[str, ...] = (
     "busy_s", "calls_malformed", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
+    *JUDGE_FIELDS,
 )
 #: the scalar fields that travel to the controller on each report, and as JUnit XML properties
 PROPERTY_FIELDS: tuple[str, ...] = (
@@ -47,9 +53,14 @@ def usage_invalid(tokens_in: object, tokens_out: object, latency_s: object) -> l
 
 
 def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
-                 nodeid: str, *, protocol: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One run's record; `protocol` is the Protocol's params(), so the record says its rules."""
-    infra = traj.termination == "provider_error"
+                 nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None) -> dict[str, Any]:
+    """One run's record; `protocol` is the Protocol's params(), so the record says its rules.
+
+    `judging`: the item's judge.assess.Assessment; a judge error makes the run an infrastructure
+    error (the judged model's cost and latency stay its own; the judge's are reported apart).
+    """
+    judge_error = getattr(judging, "error", None)
+    infra = traj.termination == "provider_error" or judge_error is not None
     # a prompt cut by the context window: no model verdict (no failure mode), only the harness flag
     harness = traj.termination == "context_limit"
     passed = bool(grade and grade.passed and not infra and not harness)
@@ -92,7 +103,7 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "calls_repeated": sum(1 for c in calls if c.repeated),
         "turns_leaked": sum(1 for t in traj.turns if t.leaked_call),
         "usage_invalid": usage_invalid(traj.tokens_in, traj.tokens_out, traj.latency_s),
-        "error": traj.error,
+        "error": traj.error if traj.error or judge_error is None else judge_error,
         "case_hash": case.content_hash,
         "config": config.public(),
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
@@ -104,6 +115,9 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
                      for v in getattr(grade, "verdicts", None) or []] if grade else [],
         "trajectory": traj.model_dump(mode="json"),
     }
+    if judging is not None:
+        record["judge"] = judging.record()
+        record.update(judging.scalars())
     stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"],
                                 "verdicts": record["verdicts"]})
     record.update(stored)

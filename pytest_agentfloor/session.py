@@ -106,15 +106,18 @@ class AgentFloorSession:
         st = self.settings
         if self.config.option.collectonly or not st.active:  # not a benchmark run: no probe, no servers
             return
+        served = st.selected + ([st.judge] if st.judge and st.judge.name not in {m.name for m in st.selected} else [])
         if not st.replay:
             unset = [(m.name, m.api_key_env) for m in st.selected if m.api_key_env and not os.environ.get(m.api_key_env)]
+            if st.judge is not None and st.judge.api_key_env and not os.environ.get(st.judge.api_key_env):
+                unset.append((st.judge.name, st.judge.api_key_env))
             if unset:
                 raise pytest.UsageError("; ".join(
                     f"models.{name}.api_key_env: environment variable {var} is not set (it must hold the API key)"
-                    for name, var in unset))
+                    for name, var in dict(unset).items()))
         from .local.session import needs_server
 
-        if needs_server(st.selected):
+        if needs_server(served):  # the judge's embedded model too (--judge local)
             from .local.model_files import ModelFileError
             from .local.server import LocalServerError
             from .local.session import start_local_servers
@@ -122,7 +125,7 @@ class AgentFloorSession:
             try:
                 from .context import session_turns
 
-                st.local_servers = start_local_servers(st.selected, st.report_dir, turns=session_turns(st.protocol))
+                st.local_servers = start_local_servers(served, st.report_dir, turns=session_turns(st.protocol))
             except (ModelFileError, LocalServerError) as exc:
                 raise pytest.UsageError(f"local model server: {exc}") from None
         if st.probe and not st.replay:

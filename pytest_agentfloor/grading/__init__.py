@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from ..render import safe_text
 from ..suite.schema import ResolvedCase
 from ..trajectory import Trajectory
 from .failure import FAILURE_MODES, FAILURE_NAMES, TERMINAL_FLAGS, failure_mode, terminal_flag
-from .obligations import CHECKS, ORDER, Verdict, first_unmet, remaining_steps
+from .obligations import ORDER, Verdict, check, first_unmet, remaining_steps
 
 __all__ = ["FAILURE_MODES", "FAILURE_NAMES", "ORDER", "TERMINAL_FLAGS", "Grade", "Verdict", "grade",
            "remaining_steps"]
@@ -44,12 +44,17 @@ class Grade:
                          f"trajectory:\n{traj.compact()}")
 
 
-def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None) -> Grade:
-    """Check the obligations in order; `hook` is pytest's hook relay, or None for the defaults."""
+def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None, judgments: Mapping[str, Any] | None = None) -> Grade:
+    """Check the obligations in order; `hook` is pytest's hook relay, or None for the defaults.
+
+    `judgments`: the item's semantic verdicts by predicate id (judge.assess); without them the
+    semantic checks use their keyword rules.
+    """
     verdicts: list[Verdict] = []
     for code in ORDER:
-        v = hook.pytest_agentfloor_check_obligation(code=code, case=case, trajectory=traj) if hook else None
-        verdicts.append(v if v is not None else CHECKS[code](case, traj))
+        v = hook.pytest_agentfloor_check_obligation(code=code, case=case, trajectory=traj,
+                                                    judgments=judgments) if hook else None
+        verdicts.append(v if v is not None else check(code, case, traj, judgments))
     if hook:
         for extra in hook.pytest_agentfloor_extra_obligations(case=case, trajectory=traj):
             verdicts.extend(extra or [])

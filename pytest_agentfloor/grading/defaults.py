@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import pytest
 
 from ..suite.schema import ResolvedCase
 from ..trajectory import Trajectory
 from .failure import failure_mode
-from .obligations import CHECKS, Verdict
+from .obligations import CHECKS, Verdict, check
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_agentfloor_check_obligation(code: str, case: ResolvedCase, trajectory: Trajectory) -> Verdict | None:
-    check = CHECKS.get(code)
-    return check(case, trajectory) if check else None
+def pytest_agentfloor_check_obligation(code: str, case: ResolvedCase, trajectory: Trajectory,
+                                       judgments: Mapping[str, Any] | None) -> Verdict | None:
+    return check(code, case, trajectory, judgments) if code in CHECKS else None
 
 
 @pytest.hookimpl(trylast=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..matching import equal, norm, subset
 from ..suite.schema import AnswerCheck, ResolvedCase
@@ -193,13 +193,23 @@ def workflow(case: ResolvedCase, traj: Trajectory) -> Verdict:
     return _pass("P")
 
 
-def answer(case: ResolvedCase, traj: Trajectory) -> Verdict:
+def answer(case: ResolvedCase, traj: Trajectory, judgments: Mapping[str, Any] | None = None) -> Verdict:
+    """The answer checks in order; a semantic check whose predicate the judge decided takes the
+    judge's verdict (`judgments`: predicate id -> judge.client.Judgment) instead of its keywords."""
     if not case.gold.answer:
         return _pass("Q")
     text = traj.final_answer
     if not text or not text.strip():
         return Verdict("Q", False, "a final answer", "no final answer text")
+    from ..judge.predicates import predicate_of
+
     for check in case.gold.answer:
+        judged = judgments.get(predicate_of(check)) if judgments and check.semantic else None
+        if judged is not None and judged.source == "judge":
+            if not judged.passed:
+                return Verdict("Q", False, f"{judged.predicate}: {judged.rubric}",
+                               f"the judge says fail: {judged.reason}")
+            continue
         ok, expected, observed = check_answer(check, text)
         if not ok:
             return Verdict("Q", False, expected, observed)
@@ -309,6 +319,11 @@ CHECKS: dict[str, Callable[[ResolvedCase, Trajectory], Verdict]] = {
     "A": availability, "S": selection, "P": workflow, "Q": answer, "E": evidence,
     "X": safety, "G": governance, "B": budget, "C": completion,
 }
+
+
+def check(code: str, case: ResolvedCase, traj: Trajectory, judgments: Mapping[str, Any] | None = None) -> Verdict:
+    """Obligation `code` by the plugin's rules; only Q reads the semantic verdicts."""
+    return answer(case, traj, judgments) if code == "Q" else CHECKS[code](case, traj)
 
 
 def first_unmet(verdicts: list[Verdict]) -> Verdict | None:

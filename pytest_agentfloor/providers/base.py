@@ -119,6 +119,8 @@ class Provider(Protocol):
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase") -> Reply: ...
+    # the judge also passes json_reply=True (JSON mode where the API has one); openai, ollama and
+    # local accept it
 
     def close(self) -> None: ...
 

@@ -77,10 +77,10 @@ class LocalProvider(OpenAIProvider):
             return None
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: Any = None) -> Reply:
+                 case: Any = None, json_reply: bool = False) -> Reply:
         if self._no_server is not None:
             raise self._no_server
-        return super().complete(messages, tools, case=case)
+        return super().complete(messages, tools, case=case, json_reply=json_reply)
 
     def _once(self, request: dict[str, Any], first_id: int) -> Reply:
         try:

@@ -185,7 +185,8 @@ class OllamaProvider:
         return None
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase | None" = None) -> Reply:
+                 case: "ResolvedCase | None" = None, json_reply: bool = False) -> Reply:
+        """One chat turn; `json_reply` asks for Ollama's JSON mode (`format: "json"`)."""
         cfg = self.config
         options: dict[str, Any] = {"temperature": cfg.temperature, "num_predict": completion_cap(cfg, case),
                                    "num_ctx": self.num_ctx(case)}
@@ -200,6 +201,8 @@ class OllamaProvider:
         }
         if cfg.think is not None:
             request["think"] = cfg.think
+        if json_reply:
+            request["format"] = "json"
         first_id = calls_so_far(messages)
         return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
                             endpoint=self.endpoint, sleep=_backoff_sleep)

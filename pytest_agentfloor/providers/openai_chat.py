@@ -119,7 +119,8 @@ class OpenAIProvider:
             pass
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase | None" = None) -> Reply:
+                 case: "ResolvedCase | None" = None, json_reply: bool = False) -> Reply:
+        """One completion; `json_reply` asks for JSON mode (`response_format` json_object)."""
         cfg = self.config
         request: dict[str, Any] = {
             "model": cfg.model,
@@ -136,6 +137,8 @@ class OpenAIProvider:
             request["seed"] = cfg.seed
         if cfg.reasoning_effort is not None:
             request["reasoning_effort"] = cfg.reasoning_effort
+        if json_reply:
+            request["response_format"] = {"type": "json_object"}
         first_id = calls_so_far(messages)
         return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
                             endpoint=self.endpoint, sleep=_backoff_sleep)

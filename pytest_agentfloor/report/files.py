@@ -37,10 +37,11 @@ REPORT_FILES: tuple[str, ...] = ("summary.json", "tcr.csv", "report.md", "report
 META_FIELDS: tuple[str, ...] = ("params_b", "provider", "pricing")
 TCR_CSV_COLUMNS: tuple[str, ...] = ("model", "tier", "runs", "passed", "tcr", "ci_low", "ci_high", "infra")
 
-_BOOL_FIELDS = ("passed", "infra_error")
+_BOOL_FIELDS = ("passed", "infra_error", "judge_error")
 _INT_FIELDS = ("run", "turns", "calls", "tokens_in", "tokens_out", "calls_malformed", "calls_hallucinated",
-               "calls_repeated", "turns_leaked")
-_FLOAT_FIELDS = ("latency_s", "wall_s", "busy_s", "cost_usd")
+               "calls_repeated", "turns_leaked", "judge_verdicts", "keyword_verdicts", "judge_fails",
+               "judge_cached", "judge_requests")
+_FLOAT_FIELDS = ("latency_s", "wall_s", "busy_s", "cost_usd", "judge_cost_usd", "judge_latency_s")
 _KEY = ("model", "task", "variant", "instance", "run")
 
 TERMINAL_FLAG_SHORT: dict[str, str] = {
@@ -69,7 +70,7 @@ def _coerce(field_name: str, value: Any) -> Any:
             return float(value)
         except ValueError:
             return value
-    if field_name in ("first_unmet", "failure_mode", "terminal_flag") and value in ("", "None"):
+    if field_name in ("first_unmet", "failure_mode", "terminal_flag", "judge_model") and value in ("", "None"):
         return None
     return value
 
@@ -477,6 +478,41 @@ def config_line(summary: Summary) -> str:
             f"tiers {', '.join(s for s in summary.scopes if s != OVERALL) or DASH} · {ref} · "
             f"{c['n_boot']} bootstrap resamples (seed {c['seed']}) over {unit} units · "
             f"{method} intervals · {infra}")
+
+
+def judge_line(summary: Summary) -> str:
+    """One line: who decided the semantic checks, the judge's cache use, cost and latency."""
+    j = summary.judge.get(OVERALL)
+    if j is None or not (j.judge_verdicts or j.keyword_verdicts or j.judge_errors):
+        return "semantic checks: none in these runs"
+    who = f"judge {', '.join(j.judges)}" if j.judges else "judge"
+    parts = [f"semantic checks: {j.judge_verdicts} verdict(s) by the {who}, "
+             f"{j.keyword_verdicts} by the keyword stand-in"]
+    if j.judge_verdicts or j.judge_errors:
+        parts.append(f"judge cache {j.cache_hits} hit(s), {j.judge_requests} request(s) "
+                     f"(hit rate {pct(j.hit_rate, 0)})")
+        parts.append(f"judge cost {usd(j.judge_cost_usd)}, latency {secs(j.judge_latency_s)} "
+                     "(apart from the judged models')")
+        parts.append(f"{j.judge_errors} judge error(s) (infrastructure)")
+    return " · ".join(parts)
+
+
+def judge_table(summary: Summary) -> TextTable:
+    """Per judged model: semantic verdicts by source, judge failures and errors, cache, cost."""
+    t = TextTable("judge", "Semantic checks: judge and keyword verdicts",
+                  ["model", "judge", "by judge", "judge fail", "by keyword", "judge errors", "cache hits",
+                   "requests", "hit rate", "judge $", "judge s"], "llrrrrrrrrr")
+    for m in [*summary.model_order, OVERALL]:
+        j = summary.judge.get(m)
+        if j is None:
+            continue
+        t.add([m if m != OVERALL else "all", ", ".join(j.judges) or DASH, str(j.judge_verdicts),
+               str(j.judge_fails), str(j.keyword_verdicts), str(j.judge_errors), str(j.cache_hits),
+               str(j.judge_requests), pct(j.hit_rate, 0), usd(j.judge_cost_usd), secs(j.judge_latency_s)],
+              end_section=m == summary.model_order[-1] if summary.model_order else False)
+    t.notes.append("A semantic check is decided once per predicate and item: by the judge under --judge, else by "
+                   "its keyword rules. Judge cost and latency are the judge's own, not part of the models' cost.")
+    return t
 
 
 def models_table(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> TextTable:

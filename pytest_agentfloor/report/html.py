@@ -28,6 +28,7 @@ from .files import (
     cost_table,
     failure_modes_present,
     failure_table,
+    judge_table,
     models_table,
     paired_table,
     pct,
@@ -518,6 +519,7 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
     inst = instance_table(summary)
     if inst is not None:
         parts.append(_section("instances", inst.title, html_table(inst)))
+    parts.append(_section("judge", "Semantic checks", html_table(judge_table(summary))))
     rel = reliability_table(summary)
     parts.append(_section("models", "Models", html_table(models_table(summary, meta)),
                           *([f"<h2>{escape(rel.title)}</h2>", html_table(rel)] if rel is not None else [])))

@@ -21,6 +21,7 @@ from .files import (
     recipes_table,
     reliability_table,
     tcr_matrix_table,
+    judge_table,
     unmet_table,
 )
 
@@ -72,5 +73,6 @@ def render_markdown(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> 
     for extra in (diagnostics_table(summary), reliability_table(summary), instance_table(summary)):
         if extra is not None:
             parts.append(md_table(extra))
+    parts.append(md_table(judge_table(summary)))
     # names from a stored file may carry anything: no control characters or raw HTML in any line
     return safe_markdown_text("\n".join(parts).rstrip("\n") + "\n")

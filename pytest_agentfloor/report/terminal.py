@@ -36,6 +36,7 @@ from .files import (
     failure_table,
     instance_table,
     interval_caption,
+    judge_line,
     models_meta_from_records,
     paired_table,
     recipes_table,
@@ -146,6 +147,7 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
     inst = instance_table(summary)
     if inst is not None:
         groups.append(fitted_table(console, inst, title="AgentFloor: " + inst.title[0].lower() + inst.title[1:]))
+    groups.append([Text(judge_line(summary), style="dim")])
     groups.append(fitted_table(
         console, cost_table(summary), table_box=box.SIMPLE_HEAD, drop=("infra $",),
         optional=("model s/pass", "tokens/run", "model s/run", "$/pass cloud GPU", "params", "$/run cloud GPU",

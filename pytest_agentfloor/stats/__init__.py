@@ -9,6 +9,7 @@ from .aggregate import SCHEMA_VERSION, ModelInfo, Summary, aggregate
 from .bootstrap import RatioCI, mean_ci, ratio_ci, resample_weights
 from .breakdown import FailureBreakdown, compute_breakdown
 from .cost import CostStats, compute_cost, pareto_front
+from .judge import JudgeStats, compute_judge
 from .multiplicity import holm
 from .paired import PairedSection, PairedTest, compare_to_reference, mcnemar_exact, paired_compare
 from .recipes import DEFAULT_TARGETS_PCT, Recipe, deployment_recipes, size_order
@@ -19,9 +20,9 @@ from .tcr import TcrEstimate, compute_tcr
 
 __all__ = [
     "DEFAULT_TARGETS_PCT", "OVERALL", "SCHEMA_VERSION", "TIERS",
-    "CostStats", "FailureBreakdown", "KPoint", "ModelInfo", "PairedSection", "PairedTest", "RatioCI", "Recipe",
+    "CostStats", "FailureBreakdown", "JudgeStats", "KPoint", "ModelInfo", "PairedSection", "PairedTest", "RatioCI", "Recipe",
     "ReliabilityCurve", "RunTable", "Summary", "TcrEstimate",
-    "aggregate", "build_table", "compare_to_reference", "compute_breakdown", "compute_cost", "compute_reliability",
+    "aggregate", "build_table", "compare_to_reference", "compute_breakdown", "compute_cost", "compute_judge", "compute_reliability",
     "compute_tcr", "deployment_recipes", "dumps", "holm", "mcnemar_exact", "mean_ci", "paired_compare",
     "pareto_front", "pass_at_k", "pass_hat_k", "ratio_ci", "resample_weights", "size_order", "to_jsonable",
 ]

@@ -9,7 +9,7 @@ canonically sorted (see :mod:`.records`), every random draw is a documented func
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .breakdown import FailureBreakdown, compute_breakdown
@@ -17,6 +17,7 @@ from .cost import CostStats, compute_cost, pareto_front, run_costs
 from .diagnostics import Diagnostics, compute_diagnostics
 from .instances import HEADLINE_INSTANCE, InstanceCell, instance_ablation, split_headline
 from .intervals import DECISION_BOUNDS, INTERVAL_METHODS
+from .judge import JudgeStats, compute_judge
 from .paired import PairedSection, compare_to_reference, decision_tail
 from .records import OVERALL, build_table, normalise_cluster, scopes_of
 from .recipes import DEFAULT_TARGETS_PCT, Recipe, deployment_recipes, size_order
@@ -64,6 +65,8 @@ class Summary:
     warnings: tuple[str, ...]
     diagnostics: dict[str, dict[str, Diagnostics]] | None = None
     instance_ablation: tuple[InstanceCell, ...] = ()
+    #: who decided the semantic checks (judge vs keyword stand-in), per model and overall
+    judge: dict[str, JudgeStats] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Plain, stable dict: sorted keys, floats rounded to 6 decimals, ``None`` for undefined."""
@@ -189,4 +192,5 @@ def aggregate(
         schema_version=SCHEMA_VERSION, config=config, scopes=scopes, model_order=order, models=models, tcr=tcr,
         paired=paired, reliability=reliability, recipes=recipes, cost=cost, pareto=pareto, breakdown=breakdown,
         n_records=len(all_records), warnings=tuple(sorted(warnings)), diagnostics=diagnostics, instance_ablation=ablation,
+        judge=compute_judge(all_records),
     )

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..judge.predicates import PREDICATE_ID, rubric_problems
+
 TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
 TIER_TURN_BUDGET: dict[str, int] = {"A0": 1, "A": 2, "B": 4, "C": 6, "D": 8, "E": 10}
 TOOL_NAMES: tuple[str, ...] = (
@@ -131,7 +133,11 @@ class AnswerCheck(_Strict):
     fields: dict[str, Any] = Field(default_factory=dict)
     pattern: str = ""
     tolerance: float = 0.0
-    semantic: bool = Field(False, description="stands in for a judge-graded predicate")
+    semantic: bool = Field(False, description="a judge-graded predicate; these keyword rules are its stand-in")
+    predicate: str = Field("", description="semantic checks: the predicate id the judge decides (default: "
+                           "no_invented_facts for not_contains, required_elements otherwise)")
+    rubric: str = Field("", description="semantic checks: what the judge is told to decide (default: the "
+                        "built-in predicate's rubric)")
 
     @model_validator(mode="after")
     def _params(self) -> "AnswerCheck":
@@ -144,6 +150,11 @@ class AnswerCheck(_Strict):
             "max_words": isinstance(self.expected, int),
             "number": isinstance(self.expected, (int, float)),
         }[self.kind]
+        if (self.predicate or self.rubric) and not self.semantic:
+            raise ValueError("'predicate' and 'rubric' belong to semantic checks; add semantic = true")
+        if self.predicate and not PREDICATE_ID.fullmatch(self.predicate):
+            raise ValueError(f"predicate {self.predicate!r} must be lower-case letters, digits and _ "
+                             "(e.g. no_invented_facts)")
         if not need:
             hint = {
                 "label": "'labels' (valid set) and 'expected'",
@@ -169,6 +180,13 @@ class Gold(_Strict):
     answer: list[AnswerCheck] = Field(default_factory=list)
     submission: dict[str, Any] | None = Field(None, description="fields the one permitted submission must carry")
     evidence: list[str] | None = Field(None, description="exact set of record ids the submission must cite")
+
+    @model_validator(mode="after")
+    def _rubrics(self) -> "Gold":
+        problems = rubric_problems(self.answer)
+        if problems:
+            raise ValueError("answer: " + "; ".join(problems))
+        return self
 
 
 class Step(_Strict):
