@@ -11,6 +11,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "regrade": ("pytest_agentfloor.regrade", "re-grade stored trajectories under the current cases"),
     "compare": ("pytest_agentfloor.compare", "compare stored runs: paired differences, changed items, gate verdict"),
     "view": ("pytest_agentfloor.report.viewer", "write (or serve) the transcript viewer for runs.jsonl files"),
+    "judge-audit": ("pytest_agentfloor.judge.audit", "agreement of a judge with the labelled audit set"),
 }
 
 

@@ -1,6 +1,6 @@
 """Re-grade stored trajectories under the current case files and graders, without any model.
 
-`python -m pytest_agentfloor regrade reports/runs.jsonl [--cases DIR] [--write OUT]`
+`python -m pytest_agentfloor regrade reports/runs.jsonl [--cases DIR] [--write OUT] [--judge MODEL]`
 prints every outcome that changed (for example after a case's gold was corrected) and can
 write a re-graded runs.jsonl that the report command reads like any other.
 
@@ -8,6 +8,9 @@ Grading uses the same hooks a pytest run would: the conftest.py files from the r
 each case file (as pytest scopes them), over the plugin's defaults. A conftest that cannot be
 loaded stops the command rather than re-grading without its hooks; `--no-conftest` re-grades
 with the defaults only. Hooks of other installed plugins are not loaded (the command says so).
+With `--judge` the semantic checks are re-judged, from the judge cache first (a run whose
+verdicts are all cached makes no request and needs no server); without it they use their
+keyword stand-ins.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import pluggy
 
+from .judge.assess import assess
 from .kinds import is_case_file, load_file
 from .results import RunLog, read_records
 from .suite.loader import CaseError
@@ -128,8 +132,10 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def regrade_records(records: list[dict[str, Any]], cases_dir: Path,
-                    hooks: GradingHooks | None = None) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """(re-graded records, lines describing changed outcomes, problems); hooks=None grades with the defaults."""
+                    hooks: GradingHooks | None = None,
+                    judge: Any = None) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(re-graded records, lines describing changed outcomes, problems); hooks=None grades with the defaults;
+    `judge`: a judge.client.Judge for the semantic checks (None: their keyword stand-ins)."""
     problems: list[str] = []
     index = _index(cases_dir, problems)
     out, changes = [], []
@@ -145,7 +151,7 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path,
         kind, entry, path = index[task]
         hook = hooks.relay(path) if hooks else None  # a conftest that cannot load stops the command
         try:
-            new = _regrade_one(rec, kind, entry, task, changes, problems, hook)
+            new = _regrade_one(rec, kind, entry, task, changes, problems, hook, judge)
         except (KeyError, TypeError, ValueError) as exc:  # a hand-edited record: keep it as it is
             problems.append(f"{rec.get('nodeid', task)}: cannot be re-graded ({type(exc).__name__}: "
                             f"{str(exc)[:120]}); kept unchanged")
@@ -155,14 +161,23 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path,
 
 
 def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes: list[str],
-                 problems: list[str], hook: Any = None) -> dict[str, Any]:
+                 problems: list[str], hook: Any = None, judge: Any = None) -> dict[str, Any]:
     """One record re-graded against its current case; raises on a record of the wrong shape."""
     if (rec["variant"], rec["instance"]) not in entry.specs:
         problems.append(f"{rec['nodeid']}: {rec['variant']}-{rec['instance']} no longer exists in {task}")
         return rec
     resolved = entry.resolve(rec["variant"], rec["instance"])
-    g = kind.grade(resolved, Trajectory.model_validate(rec["trajectory"]), hook)
+    traj = Trajectory.model_validate(rec["trajectory"])
+    assessment = assess(resolved, traj, judge)
+    if assessment.error is not None:  # no verdict, no new grade: the stored one stands
+        problems.append(f"{rec['nodeid']}: not re-graded: {assessment.error}")
+        return rec
+    judged = assessment.by_predicate()
+    g = kind.grade(resolved, traj, hook, *((judged,) if judged else ()))
     new = dict(rec)
+    if judged:
+        new["judge"] = assessment.record()
+        new.update(assessment.scalars())
     new.update(
         passed=g.passed,
         first_unmet=None if g.passed else g.first_unmet.code,  # type: ignore[union-attr]
@@ -194,6 +209,14 @@ def main(argv: list[str]) -> int:
                         help="where conftest.py files apply from, as pytest's rootdir (default: .)")
     parser.add_argument("--no-conftest", action="store_true",
                         help="ignore conftest.py grading hooks: the plugin's default grading only")
+    parser.add_argument("--judge", metavar="MODEL", default="",
+                        help="re-judge the semantic checks with this model from models.toml (cache first)")
+    parser.add_argument("--judge-cache", default="readwrite", metavar="MODE",
+                        help="readwrite (default), read, write or off")
+    parser.add_argument("--models-file", type=Path, default=Path("models.toml"), metavar="PATH",
+                        help="model configurations (default: models.toml)")
+    parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
+                        help="the report dir whose judge-cache.jsonl is used (default: reports)")
     args = parser.parse_args(argv)
     if not args.runs.exists():
         print(f"regrade: no such file: {args.runs}", file=sys.stderr)
@@ -201,13 +224,26 @@ def main(argv: list[str]) -> int:
     if not args.cases.is_dir():
         print(f"regrade: --cases {args.cases} is not a directory", file=sys.stderr)
         return 2
+    from .judge.command import JudgeSetupError, open_judge
+
+    try:
+        judge, servers = open_judge(args.judge, args.models_file, args.report_dir, args.judge_cache) \
+            if args.judge else (None, [])
+    except JudgeSetupError as exc:
+        print(f"regrade: {exc}", file=sys.stderr)
+        return 2
     records, read_problems = read_records(args.runs)
     hooks = GradingHooks(args.rootdir, use_conftests=not args.no_conftest)
     try:
-        new, changes, problems = regrade_records(records, args.cases, hooks)
+        new, changes, problems = regrade_records(records, args.cases, hooks, judge)
     except ConftestError as exc:
         print(f"regrade: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if judge is not None:
+            judge.close()
+        for server in servers:
+            server.stop()
     print(f"regrade: {hooks.describe()}")
     for p in read_problems + problems:
         print(f"regrade: {p}", file=sys.stderr)
@@ -217,6 +253,9 @@ def main(argv: list[str]) -> int:
     passed_after = sum(1 for r in new if r.get("passed"))
     print(f"re-graded {len(records)} record(s): {len(changes)} outcome(s) changed; "
           f"passed {passed_before} -> {passed_after}")
+    if judge is not None:
+        print(f"semantic checks: {judge.hits + judge.requests} verdict(s) by judge {judge.name} ({judge.hits} from "
+              f"the cache, {judge.requests} request(s)); cache {judge.cache.path if judge.cache else 'off'}")
     if args.write:
         if args.write.exists():
             args.write.unlink()

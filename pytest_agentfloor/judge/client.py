@@ -93,6 +93,7 @@ class Judge:
         self.cache = cache
         self._factory = provider_factory
         self._provider: Any = None
+        self.hits = self.requests = 0  # verdicts from the cache, and requests made, by this process
 
     def provider(self) -> "Provider":
         if self._provider is None:
@@ -107,11 +108,13 @@ class Judge:
         key = cache_key(self.fingerprint, predicate, rubric, case_id, context_digest(task, reference), text)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
+            self.hits += 1
             return Judgment(predicate, "judge", hit["verdict"] == "pass", hit["reason"], rubric, key, cached=True)
         from ..providers.base import MalformedReply, ProviderError
 
         msgs = messages(task=task, reference=reference, predicate=predicate, rubric=rubric, text=text)
         where = f"judge {self.name}"
+        self.requests += 1
         try:
             reply = self.provider().complete(msgs, [], case=None, json_reply=True)  # type: ignore[call-arg]
         except ProviderError as exc:

@@ -7,8 +7,10 @@ they are never added to the judged model's cost_usd or latency_s.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from .records import OVERALL
@@ -59,3 +61,20 @@ def compute_judge(records: Iterable[Mapping[str, Any]]) -> dict[str, JudgeStats]
     out = {m: _one(by_model[m]) for m in sorted(by_model)}
     out[OVERALL] = _one(recs)
     return out
+
+
+def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float | None, float | None]:
+    """Wilson score interval for k successes in n trials at level 1 - alpha ((None, None) for n = 0).
+
+    center = (p + z^2 / 2n) / (1 + z^2 / n); half-width = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n).
+    """
+    if n <= 0:
+        return None, None
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    p = k / n
+    denom = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, center - half), min(1.0, center + half)
