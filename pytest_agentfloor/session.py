@@ -62,6 +62,15 @@ class AgentFloorSession:
         self.contexts: dict[str, tuple[int | None, str]] = {}  # model -> context window from the probe
         if settings.resume and settings.active:
             self.previous, self.problems = completed_records(resume_source(settings.report_dir))
+            from .judge.assess import judged_alike
+
+            judge = settings.judge_for()
+            stale = [k for k, r in self.previous.items() if not judged_alike(r, judge.fingerprint if judge else None)]
+            for k in stale:
+                del self.previous[k]
+            if stale:
+                self.problems.append(f"--resume: {len(stale)} item(s) whose semantic checks were decided otherwise "
+                                     f"than by this session's {'judge' if judge else 'keyword stand-in'} run again")
             settings.resume_keys = set(self.previous)
         if settings.replay:  # name every unusable cassette line once, not once per item
             from .corpus import CASSETTE_FILE, read_cassette

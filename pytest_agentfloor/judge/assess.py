@@ -64,6 +64,19 @@ class Assessment:
         return [head, *(f"  {j.line()}" for j in self.verdicts)] + ([f"  judge error: {self.error}"] if self.error else [])
 
 
+def judged_alike(record: dict[str, Any], judge_fp: str | None) -> bool:
+    """Whether a stored record's semantic verdicts came from the judge `judge_fp` (None: keywords).
+
+    --resume keeps only such records; a record from before the judge existed counts as keyword-judged.
+    """
+    section = record.get("judge")
+    if not isinstance(section, dict):
+        return judge_fp is None
+    if not section.get("verdicts"):
+        return True  # nothing was judged (no semantic check, or no final text)
+    return section.get("fingerprint") == judge_fp
+
+
 def reference_answer(case: "ResolvedCase") -> str | None:
     finals = [t.final for t in case.reference if t.final]
     return finals[-1] if finals else None

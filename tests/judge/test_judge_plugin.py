@@ -206,3 +206,16 @@ def test_regrade_rejudges_from_the_cache_with_no_server(pytester: pytest.Pyteste
     # without --judge the keyword stand-ins decide: the oracle's answers pass them
     keyword = regrade()
     assert "2 outcome(s) changed; passed 3 -> 5" in keyword.stdout
+
+
+def test_resume_reruns_items_judged_otherwise(bench: pytest.Pytester, judge_server: FakeModelServer) -> None:
+    args = ("cases/tier_A0", "--model", "oracle", "--variants", "v0", "-p", "no:cacheprovider")
+    bench.runpytest(*args).assert_outcomes(passed=5)  # keyword stand-ins
+    result = bench.runpytest(*args, "--resume", "--judge", "fj")
+    result.assert_outcomes(passed=1, failed=2, deselected=2)  # A02, A03, A05 run again; A01, A04 resumed
+    result.stdout.fnmatch_lines(["*--resume: 3 item(s) whose semantic checks were decided otherwise than by "
+                                 "this session's judge run again*", "*resumed 2 item(s)*"])
+    assert len(judge_server.requests) == 6
+    result = bench.runpytest(*args, "--resume", "--judge", "fj")
+    result.stdout.fnmatch_lines(["*resumed 5 item(s)*"])
+    assert len(judge_server.requests) == 6
