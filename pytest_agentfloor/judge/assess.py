@@ -52,7 +52,8 @@ class Assessment:
             "judge_cached": sum(1 for j in asked if j.cached),
             "judge_requests": sum(1 for j in asked if not j.cached),
             "judge_error": self.error is not None,
-            "judge_cost_usd": round(sum(j.cost_usd for j in asked), 10),
+            "judge_cost_usd": (None if any(j.cost_usd is None for j in asked)
+                               else round(sum(j.cost_usd or 0.0 for j in asked), 10)),
             "judge_latency_s": round(sum(j.latency_s for j in asked), 6),
         }
 

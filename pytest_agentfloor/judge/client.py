@@ -69,13 +69,14 @@ class Judgment:
     tokens_in: int = 0
     tokens_out: int = 0
     latency_s: float = 0.0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the judge has no pricing (unknown, never $0); a hit costs nothing
 
     def to_json(self) -> dict[str, Any]:
         return {"predicate": self.predicate, "source": self.source, "verdict": "pass" if self.passed else "fail",
                 "reason": self.reason, "rubric": self.rubric, "key": self.key, "cached": self.cached,
                 "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
-                "latency_s": round(self.latency_s, 6), "cost_usd": round(self.cost_usd, 10)}
+                "latency_s": round(self.latency_s, 6),
+                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 10)}
 
     def line(self) -> str:
         how = "" if self.source == "keyword" else (" (cached)" if self.cached else " (asked)")
@@ -129,7 +130,9 @@ class Judge:
             raise JudgeError(f"{where}: unparseable reply ({PROMPT_VERSION} asks for {{\"verdict\", \"reason\"}} "
                              f"JSON): {exc}") from None
         busy = reply.busy_s if reply.busy_s is not None else reply.latency_s
-        cost = self.config.pricing.cost(reply.tokens_in, reply.tokens_out, busy)
+        p = self.config.pricing
+        priced = any(v is not None for v in (p.hourly_usd, p.input_per_mtok, p.output_per_mtok))
+        cost = p.cost(reply.tokens_in, reply.tokens_out, busy) if priced else None
         out = Judgment(predicate, "judge", passed, reason, rubric, key, cached=False, tokens_in=reply.tokens_in,
                        tokens_out=reply.tokens_out, latency_s=reply.latency_s, cost_usd=cost)
         if self.cache is not None:

@@ -7,10 +7,8 @@ they are never added to the judged model's cost_usd or latency_s.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
 
 from .records import OVERALL
@@ -26,7 +24,7 @@ class JudgeStats:
     judge_requests: int              # cache misses: one request each
     hit_rate: float | None           # hits / (hits + requests)
     judge_errors: int                # items that became infrastructure errors because of the judge
-    judge_cost_usd: float
+    judge_cost_usd: float | None     # None: a judge without pricing made requests (unknown, never $0)
     judge_latency_s: float           # summed over requests
 
 
@@ -47,7 +45,8 @@ def _one(recs: list[Mapping[str, Any]]) -> JudgeStats:
         judge_requests=requests,
         hit_rate=hits / (hits + requests) if hits + requests else None,
         judge_errors=sum(1 for r in recs if r.get("judge_error") is True),
-        judge_cost_usd=sum(_num(r.get("judge_cost_usd")) for r in recs),
+        judge_cost_usd=None if any(r.get("judge_cost_usd") is None and _num(r.get("judge_requests")) for r in recs)
+        else sum(_num(r.get("judge_cost_usd")) for r in recs),
         judge_latency_s=sum(_num(r.get("judge_latency_s")) for r in recs),
     )
 
@@ -64,17 +63,13 @@ def compute_judge(records: Iterable[Mapping[str, Any]]) -> dict[str, JudgeStats]
 
 
 def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float | None, float | None]:
-    """Wilson score interval for k successes in n trials at level 1 - alpha ((None, None) for n = 0).
-
-    center = (p + z^2 / 2n) / (1 + z^2 / n); half-width = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n).
-    """
+    """Wilson score interval for k successes in n trials at level 1 - alpha ((None, None) for n = 0);
+    the one implementation in stats.intervals, as plain floats."""
     if n <= 0:
         return None, None
     if not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    z = NormalDist().inv_cdf(1 - alpha / 2)
-    p = k / n
-    denom = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, center - half), min(1.0, center + half)
+    from .intervals import wilson as _wilson
+
+    lo, hi = _wilson(k, n, alpha / 2)
+    return float(lo), float(hi)

@@ -186,3 +186,20 @@ def test_without_a_judge_each_predicate_gets_one_keyword_verdict() -> None:
     assert a.scalars()["keyword_verdicts"] == 2 and a.scalars()["judge_verdicts"] == 0
     empty = assess(rc, traj.model_copy(update={"final_answer": None}), None)
     assert empty.verdicts == []
+
+
+def test_judge_counts_and_an_unpriced_judge_cost_is_unknown() -> None:
+    from pytest_agentfloor.stats.judge import compute_judge
+
+    recs = [{"model": "m", "judge_model": "j", "judge_verdicts": 2, "keyword_verdicts": 0, "judge_fails": 1,
+             "judge_cached": 1, "judge_requests": 1, "judge_error": False, "judge_cost_usd": None,
+             "judge_latency_s": 0.5},
+            {"model": "m", "keyword_verdicts": 2},  # a record written without the judge
+            {"model": "n", "judge_model": "j", "judge_verdicts": 0, "judge_error": True, "judge_requests": 0,
+             "judge_cost_usd": 0.0}]
+    out = compute_judge(recs)
+    m, all_ = out["m"], out["overall"]
+    assert (m.judge_verdicts, m.keyword_verdicts, m.judge_fails, m.cache_hits, m.judge_requests) == (2, 2, 1, 1, 1)
+    assert m.hit_rate == 0.5 and m.judge_cost_usd is None and m.judge_latency_s == 0.5
+    assert out["n"].judge_errors == 1 and out["n"].hit_rate is None and out["n"].judge_cost_usd == 0.0
+    assert all_.judge_errors == 1 and all_.judges == ("j",)
