@@ -118,7 +118,7 @@ class Settings:
             from .judge.client import Judge
 
             cache = None if self.judge_cache == "off" else JudgeCache(self.report_dir / CACHE_FILE, self.judge_cache)
-            self.judge_client = Judge(self.judge, cache)
+            self.judge_client = Judge(self.judge, cache, offline=self.replay)
         return self.judge_client
 
     def log(self) -> RunLog:

@@ -87,13 +87,14 @@ class Judge:
     """A configured judge with its cache; the provider is made on the first cache miss."""
 
     def __init__(self, config: "ModelConfig", cache: JudgeCache | None = None, *,
-                 provider_factory: "Callable[[ModelConfig], Provider] | None" = None):
+                 provider_factory: "Callable[[ModelConfig], Provider] | None" = None, offline: bool = False):
         self.config = judge_config(config)
         self.name = config.name
         self.fingerprint = fingerprint(self.config)
         self.cache = cache
         self._factory = provider_factory
         self._provider: Any = None
+        self.offline = offline  # --replay: answer from the cache only; a miss is an error, never a live call
         self.hits = self.requests = 0  # verdicts from the cache, and requests made, by this process
 
     def provider(self) -> "Provider":
@@ -113,8 +114,11 @@ class Judge:
             return Judgment(predicate, "judge", hit["verdict"] == "pass", hit["reason"], rubric, key, cached=True)
         from ..providers.base import MalformedReply, ProviderError
 
-        msgs = messages(task=task, reference=reference, predicate=predicate, rubric=rubric, text=text)
         where = f"judge {self.name}"
+        if self.offline:
+            raise JudgeError(f"{where}: no cached verdict for {predicate} on this text, and --replay makes no "
+                             "live request")
+        msgs = messages(task=task, reference=reference, predicate=predicate, rubric=rubric, text=text)
         self.requests += 1
         try:
             reply = self.provider().complete(msgs, [], case=None, json_reply=True)  # type: ignore[call-arg]

@@ -219,3 +219,16 @@ def test_resume_reruns_items_judged_otherwise(bench: pytest.Pytester, judge_serv
     result = bench.runpytest(*args, "--resume", "--judge", "fj")
     result.stdout.fnmatch_lines(["*resumed 5 item(s)*"])
     assert len(judge_server.requests) == 6
+
+
+def test_replay_judges_from_the_cache_only(bench: pytest.Pytester, judge_server: FakeModelServer) -> None:
+    bench.runpytest(*A02, "--record", "--judge", "fj", "--judge-cache", "off").assert_outcomes(failed=1)
+    assert len(judge_server.requests) == 2
+    result = bench.runpytest(*A02, "--replay", "--judge", "fj")  # the answer is recorded, its verdicts are not
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*no cached verdict for required_elements*--replay makes no live request*"])
+    assert len(judge_server.requests) == 2
+    bench.runpytest(*A02, "--record", "--judge", "fj").assert_outcomes(failed=1)
+    assert len(judge_server.requests) == 4
+    bench.runpytest(*A02, "--replay", "--judge", "fj").assert_outcomes(failed=1)  # now from the cache
+    assert len(judge_server.requests) == 4
