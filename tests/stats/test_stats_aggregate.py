@@ -77,7 +77,7 @@ def test_json_shape_and_no_nan(summary) -> None:
     assert j["schema_version"] == SCHEMA_VERSION
     assert set(j) == {"schema_version", "config", "scopes", "model_order", "models", "tcr", "paired",
                       "reliability", "recipes", "cost", "pareto", "breakdown", "n_records", "warnings",
-                      "diagnostics", "instance_ablation"}
+                      "diagnostics", "instance_ablation", "judge"}
     assert j["scopes"] == ["A0", "A", "B", "overall"]
     assert j["model_order"] == ["zero", "small", "mid", "perfect", "ref"]
     text = json.dumps(j, sort_keys=True, allow_nan=False)
