@@ -116,7 +116,7 @@ class Judge:
 
         where = f"judge {self.name}"
         if self.offline:
-            raise JudgeError(f"{where}: no cached verdict for {predicate} on this text, and --replay makes no "
+            raise JudgeError(f"{where}: no cached verdict for {predicate} on this text, and --agentfloor-replay makes no "
                              "live request")
         msgs = messages(task=task, reference=reference, predicate=predicate, rubric=rubric, text=text)
         self.requests += 1

@@ -510,7 +510,7 @@ def judge_table(summary: Summary) -> TextTable:
                str(j.judge_fails), str(j.keyword_verdicts), str(j.judge_errors), str(j.cache_hits),
                str(j.judge_requests), pct(j.hit_rate, 0), usd(j.judge_cost_usd), secs(j.judge_latency_s)],
               end_section=m == summary.model_order[-1] if summary.model_order else False)
-    t.notes.append("A semantic check is decided once per predicate and item: by the judge under --judge, else by "
+    t.notes.append("A semantic check is decided once per predicate and item: by the judge under --agentfloor-judge, else by "
                    "its keyword rules. Judge cost and latency are the judge's own, not part of the models' cost.")
     return t
 

@@ -68,7 +68,7 @@ A02 = ("cases/tier_A0/A02.toml", "--model", "oracle", "--variants", "v0", "-p", 
 
 def test_the_judge_decides_the_semantic_checks_and_every_report_says_so(bench: pytest.Pytester,
                                                                       judge_server: FakeModelServer) -> None:
-    result = bench.runpytest(*A02, "--judge", "fj", "--junitxml=out.xml")
+    result = bench.runpytest(*A02, "--agentfloor-judge", "fj", "--junitxml=out.xml")
     result.assert_outcomes(failed=1)
     # the failure message carries the judge's verdicts and reasons
     result.stdout.fnmatch_lines(["*Q (answer): expected no_invented_facts: *; observed the judge says fail: " + INVENTED,
@@ -110,11 +110,11 @@ def test_without_a_judge_the_keyword_stand_in_is_counted(bench: pytest.Pytester,
 
 def test_cache_hits_make_no_request_and_persist_across_sessions(bench: pytest.Pytester,
                                                                judge_server: FakeModelServer) -> None:
-    bench.runpytest(*A02, "--runs", "2", "--judge", "fj").assert_outcomes(failed=2)
+    bench.runpytest(*A02, "--agentfloor-runs", "2", "--agentfloor-judge", "fj").assert_outcomes(failed=2)
     assert len(judge_server.requests) == 2  # run r1 judges the same text: both verdicts from the cache
     assert summary(bench)["judge"]["overall"]["hit_rate"] == 0.5
     assert len(cache_lines(bench)) == 2
-    result = bench.runpytest(*A02, "--runs", "2", "--judge", "fj")
+    result = bench.runpytest(*A02, "--agentfloor-runs", "2", "--agentfloor-judge", "fj")
     result.assert_outcomes(failed=2)
     assert len(judge_server.requests) == 2
     assert summary(bench)["judge"]["overall"]["hit_rate"] == 1.0
@@ -122,9 +122,9 @@ def test_cache_hits_make_no_request_and_persist_across_sessions(bench: pytest.Py
     rec = latest_records(bench)[0]
     assert all(v["cached"] for v in rec["judge"]["verdicts"])
     assert "(cached)" in result.stdout.str()
-    bench.runpytest(*A02, "--judge", "fj", "--judge-cache", "off").assert_outcomes(failed=1)
+    bench.runpytest(*A02, "--agentfloor-judge", "fj", "--agentfloor-judge-cache", "off").assert_outcomes(failed=1)
     assert len(judge_server.requests) == 4 and len(cache_lines(bench)) == 2
-    bench.runpytest(*A02, "--judge", "fj", "--judge-cache", "read").assert_outcomes(failed=1)
+    bench.runpytest(*A02, "--agentfloor-judge", "fj", "--agentfloor-judge-cache", "read").assert_outcomes(failed=1)
     assert len(judge_server.requests) == 4
 
 
@@ -138,7 +138,7 @@ def test_cache_hits_make_no_request_and_persist_across_sessions(bench: pytest.Py
 def test_a_judge_that_fails_makes_an_infrastructure_error(bench: pytest.Pytester, judge_server: FakeModelServer,
                                                           action: Any, says: str) -> None:
     judge_server.push(action)
-    result = bench.runpytest(*A02, "--judge", "fj")
+    result = bench.runpytest(*A02, "--agentfloor-judge", "fj")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*infrastructure error (judge): judge fj: *{says}*"])
     (rec,) = latest_records(bench)
@@ -151,17 +151,17 @@ def test_a_judge_that_fails_makes_an_infrastructure_error(bench: pytest.Pytester
 
 
 def test_unknown_scripted_or_badly_cached_judges_are_usage_errors(bench: pytest.Pytester) -> None:
-    r = bench.runpytest(*A02, "--judge", "nope")
+    r = bench.runpytest(*A02, "--agentfloor-judge", "nope")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
-    r.stderr.fnmatch_lines(["*--judge: unknown model 'nope'; configured: *fj*"])
-    r = bench.runpytest(*A02, "--judge", "oracle")
-    r.stderr.fnmatch_lines(["*--judge: 'oracle' is a scripted model and cannot judge text*"])
-    r = bench.runpytest(*A02, "--judge", "fj", "--judge-cache", "sometimes")
-    r.stderr.fnmatch_lines(["*--judge-cache: expected one of readwrite, read, write, off, got 'sometimes'*"])
+    r.stderr.fnmatch_lines(["*--agentfloor-judge: unknown model 'nope'; configured: *fj*"])
+    r = bench.runpytest(*A02, "--agentfloor-judge", "oracle")
+    r.stderr.fnmatch_lines(["*--agentfloor-judge: 'oracle' is a scripted model and cannot judge text*"])
+    r = bench.runpytest(*A02, "--agentfloor-judge", "fj", "--agentfloor-judge-cache", "sometimes")
+    r.stderr.fnmatch_lines(["*--agentfloor-judge-cache: expected one of readwrite, read, write, off, got 'sometimes'*"])
 
 
 def test_two_xdist_workers_share_one_cache(bench: pytest.Pytester, judge_server: FakeModelServer) -> None:
-    args = ("cases/tier_A0", "--model", "oracle", "--runs", "2", "--judge", "fj", "-n", "2", "-p", "no:cacheprovider")
+    args = ("cases/tier_A0", "--model", "oracle", "--agentfloor-runs", "2", "--agentfloor-judge", "fj", "-n", "2", "-p", "no:cacheprovider")
     first = bench.runpytest_subprocess(*args)
     outcomes = first.parseoutcomes()
     assert outcomes["passed"] == 30 and outcomes["failed"] == 20  # A02, A03 fail on invention (x5 variants x2 runs)
@@ -184,7 +184,7 @@ def test_regrade_rejudges_from_the_cache_with_no_server(pytester: pytest.Pyteste
     shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
     with FakeModelServer(strict_on_invention) as srv:
         (pytester.path / "models.toml").write_text(models_toml(srv.openai_url))
-        pytester.runpytest("cases/tier_A0", "--model", "oracle", "--variants", "v0", "--judge", "fj",
+        pytester.runpytest("cases/tier_A0", "--model", "oracle", "--variants", "v0", "--agentfloor-judge", "fj",
                            "-p", "no:cacheprovider").assert_outcomes(passed=3, failed=2)
         asked = len(srv.requests)
     runs = str(pytester.path / "reports" / "latest" / "runs.jsonl")
@@ -211,24 +211,24 @@ def test_regrade_rejudges_from_the_cache_with_no_server(pytester: pytest.Pyteste
 def test_resume_reruns_items_judged_otherwise(bench: pytest.Pytester, judge_server: FakeModelServer) -> None:
     args = ("cases/tier_A0", "--model", "oracle", "--variants", "v0", "-p", "no:cacheprovider")
     bench.runpytest(*args).assert_outcomes(passed=5)  # keyword stand-ins
-    result = bench.runpytest(*args, "--resume", "--judge", "fj")
+    result = bench.runpytest(*args, "--agentfloor-resume", "--agentfloor-judge", "fj")
     result.assert_outcomes(passed=1, failed=2, deselected=2)  # A02, A03, A05 run again; A01, A04 resumed
     result.stdout.fnmatch_lines(["*--resume: 3 item(s) whose semantic checks were decided otherwise than by "
                                  "this session's judge run again*", "*resumed 2 item(s)*"])
     assert len(judge_server.requests) == 6
-    result = bench.runpytest(*args, "--resume", "--judge", "fj")
+    result = bench.runpytest(*args, "--agentfloor-resume", "--agentfloor-judge", "fj")
     result.stdout.fnmatch_lines(["*resumed 5 item(s)*"])
     assert len(judge_server.requests) == 6
 
 
 def test_replay_judges_from_the_cache_only(bench: pytest.Pytester, judge_server: FakeModelServer) -> None:
-    bench.runpytest(*A02, "--record", "--judge", "fj", "--judge-cache", "off").assert_outcomes(failed=1)
+    bench.runpytest(*A02, "--agentfloor-record", "--agentfloor-judge", "fj", "--agentfloor-judge-cache", "off").assert_outcomes(failed=1)
     assert len(judge_server.requests) == 2
-    result = bench.runpytest(*A02, "--replay", "--judge", "fj")  # the answer is recorded, its verdicts are not
+    result = bench.runpytest(*A02, "--agentfloor-replay", "--agentfloor-judge", "fj")  # the answer is recorded, its verdicts are not
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*no cached verdict for required_elements*--replay makes no live request*"])
+    result.stdout.fnmatch_lines(["*no cached verdict for required_elements*--agentfloor-replay makes no live request*"])
     assert len(judge_server.requests) == 2
-    bench.runpytest(*A02, "--record", "--judge", "fj").assert_outcomes(failed=1)
+    bench.runpytest(*A02, "--agentfloor-record", "--agentfloor-judge", "fj").assert_outcomes(failed=1)
     assert len(judge_server.requests) == 4
-    bench.runpytest(*A02, "--replay", "--judge", "fj").assert_outcomes(failed=1)  # now from the cache
+    bench.runpytest(*A02, "--agentfloor-replay", "--agentfloor-judge", "fj").assert_outcomes(failed=1)  # now from the cache
     assert len(judge_server.requests) == 4

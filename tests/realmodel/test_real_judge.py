@@ -33,7 +33,7 @@ def test_one_item_judged_offline_by_the_embedded_model(pytester: pytest.Pytester
     (pytester.path / "cases" / "tier_A0").mkdir(parents=True)
     shutil.copy(REPO / "cases" / "tier_A0" / "A02.toml", pytester.path / "cases" / "tier_A0")
     (pytester.path / "models.toml").write_text(MODELS)
-    result = pytester.runpytest_subprocess("cases", "--model", "local", "--judge", "local", "--variants", "v0",
+    result = pytester.runpytest_subprocess("cases", "--model", "local", "--agentfloor-judge", "local", "--variants", "v0",
                                            "--no-probe", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
     (rec,) = [json.loads(line) for line in
