@@ -68,7 +68,7 @@ A02 = ("cases/tier_A0/A02.toml", "--model", "oracle", "--variants", "v0", "-p", 
 
 def test_the_judge_decides_the_semantic_checks_and_every_report_says_so(bench: pytest.Pytester,
                                                                       judge_server: FakeModelServer) -> None:
-    result = bench.runpytest(*A02, "--agentfloor-judge", "fj", "--junitxml=out.xml")
+    result = bench.runpytest(*A02, "--agentfloor-judge", "fj", "--junitxml=out.xml", "-o", "junit_family=xunit1")
     result.assert_outcomes(failed=1)
     # the failure message carries the judge's verdicts and reasons
     result.stdout.fnmatch_lines(["*Q (answer): expected no_invented_facts: *; observed the judge says fail: " + INVENTED,
