@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,10 +113,12 @@ class CassetteStore:
         self._log = RunLog(path)
         self._index: dict[str, Reply] | None = None
         self.problems: list[str] = []
+        self._loading = threading.Lock()  # episode threads (--concurrency) may ask first at once
 
     def lookup(self, key: str) -> Reply | None:
-        if self._index is None:
-            self._index, self.problems = read_cassette(self.path)
+        with self._loading:
+            if self._index is None:
+                self._index, self.problems = read_cassette(self.path)
         return self._index.get(key)
 
     def add(self, key: str, reply: Reply, model: str, item: tuple[str, str, str, int | None] | None = None,

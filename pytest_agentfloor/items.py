@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -18,6 +18,7 @@ from .judge.assess import assess
 from .kinds import CaseKind, Entry, kind_named, load_file
 from .nodeids import item_name, item_nodeid
 from .options import settings_key
+from .prefetch import prefetcher_key
 from .providers.base import ProviderError
 from .render import safe_text
 from .results import build_record, properties
@@ -150,23 +151,34 @@ class CaseItem(pytest.Item):
         return self.parent.kind  # type: ignore[union-attr]
 
     def setup(self) -> None:
-        """Run the episode; an endpoint that keeps failing makes the item an error, not a failure."""
+        """Run the episode; an endpoint that keeps failing makes the item an error, not a failure.
+
+        With --concurrency the episode may already be playing in a thread (:mod:`.prefetch`);
+        the item then waits for its trajectory here, in order.
+        """
         settings = self.config.stash[settings_key]
         probed = settings.probes.get(self.model.name)
         if probed and probed[0] == "error":  # a dead endpoint: nothing to measure, and no record
             raise InfrastructureError(f"model {self.model.name!r} not run: the probe at session start failed: "
                                       f"{probed[1]}")
-        case = self.resolved_case
-        try:
-            provider = settings.provider(self.model)
-        except ProviderError as exc:  # e.g. the API key variable is unset: no request can be made
-            self.trajectory = Trajectory(case_id=case.id, tier=case.tier, variant=case.variant,
-                                         instance=case.instance, run=self.run, model=self.model.name,
-                                         tools=list(case.tools), termination="provider_error", error=str(exc))
+        prefetcher = self.config.stash.get(prefetcher_key, None)
+        future = prefetcher.take(self) if prefetcher is not None else None
+        if future is not None and not future.cancel():
+            self.trajectory = future.result()
         else:
-            if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
-                provider = provider.at_run(self.run)
-            self.trajectory = self.kind.play(settings, case, self.model, provider, self.run)
+            job = self.episode_job()
+            if job is None:
+                case = self.resolved_case
+                try:
+                    settings.provider(self.model)
+                except ProviderError as exc:  # e.g. the API key variable is unset: no request can be made
+                    self.trajectory = Trajectory(case_id=case.id, tier=case.tier, variant=case.variant,
+                                                 instance=case.instance, run=self.run, model=self.model.name,
+                                                 tools=list(case.tools), termination="provider_error",
+                                                 error=str(exc))
+            else:
+                self.trajectory = job()
+        assert self.trajectory is not None
         if self.trajectory.termination == "provider_error":
             self._save_record(None)
             raise InfrastructureError(safe_text(
@@ -179,6 +191,25 @@ class CaseItem(pytest.Item):
         if self.assessment.error is not None:
             self._save_record(None)
             raise InfrastructureError(safe_text(f"infrastructure error (judge): {self.assessment.error}"))
+
+    def episode_job(self) -> Callable[[], Trajectory] | None:
+        """The episode as a call that touches nothing of the item (safe in a thread), or None.
+
+        None when there is nothing to play: the probe found the endpoint dead, or no provider
+        can be made (both are handled in setup). Providers are made here, in the main thread.
+        """
+        settings = self.config.stash[settings_key]
+        probed = settings.probes.get(self.model.name)
+        if probed and probed[0] == "error":
+            return None
+        try:
+            provider = settings.provider(self.model)
+        except ProviderError:
+            return None
+        if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
+            provider = provider.at_run(self.run)
+        kind, case, model, run = self.kind, self.resolved_case, self.model, self.run
+        return lambda: kind.play(settings, case, model, provider, run)
 
     def runtest(self) -> None:
         case, traj = self.resolved_case, self.trajectory

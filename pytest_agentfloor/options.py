@@ -31,6 +31,9 @@ REPORT_MODES = ("none", "term", "all")
 MAX_RUNS = 1000
 MAX_TOKEN_BUDGET = 100_000_000
 MAX_EPISODE_TIMEOUT_S = 7 * 24 * 3600.0
+#: chosen from benchmarks/bench_throughput.py (docs/scaling.md)
+DEFAULT_CONCURRENCY = 16
+MAX_CONCURRENCY = 4096
 
 
 @dataclass
@@ -67,6 +70,8 @@ class Settings:
     run_log: RunLog | None = None
     cassettes: CassetteStore | None = None
     gate: "GateSpec | None" = None
+    #: episodes of upcoming items played at once in this process (threads; 1 = one at a time)
+    concurrency: int = 1
     #: this session's own directory under report_dir/sessions/ (runs.jsonl is written there)
     session_dir: Path | None = None
     progress: str = "auto"
@@ -300,6 +305,9 @@ def add_options(parser: pytest.Parser) -> None:
     add("--max-cost", "agentfloor_max_cost",
         "stop once this session's runs cost this many USD: remaining items are skipped, the run is PARTIAL",
         default="", shown="no cap", metavar="USD")
+    add("--concurrency", "agentfloor_concurrency",
+        "episodes of upcoming items played at once in each process (threads; items still report in order; "
+        "1 = one at a time; scripted models always play inline)", default=str(DEFAULT_CONCURRENCY), metavar="N")
     for flag, ini, text in (
         ("--agentfloor-plan", "agentfloor_plan",
          "show items, requests, estimated cost and wall time per model and tier; call no model"),
@@ -533,6 +541,7 @@ def read_settings(config: pytest.Config) -> Settings:
         episode_timeout=timeout,
         judge=judge,
         judge_cache=judge_cache,
+        concurrency=_int_opt(config, "agentfloor_concurrency", "--concurrency", 1, MAX_CONCURRENCY),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import hookspec
+from . import hookspec, prefetch
 from .config import ModelConfig
 from .grading import grade
 from .kinds import all_kinds
@@ -238,6 +238,25 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             from .plan import max_cost_reason
 
             pytest.skip(max_cost_reason(settings.max_cost, spent))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    prefetch.start(session, session.config.stash[settings_key].concurrency)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With --concurrency, upcoming items' episodes play in threads; items still report in order."""
+    prefetch.before_item(item)
+    try:
+        return (yield)
+    finally:
+        prefetch.after_item(item)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    prefetch.finish(session.config)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -7,6 +7,7 @@ lock, so xdist workers never interleave and a reader never sees half a record as
 from __future__ import annotations
 
 import fcntl
+import threading
 import json
 import os
 from pathlib import Path
@@ -185,9 +186,15 @@ class RunLog:
         self.path = path
         self._fd: int | None = None
         self._checked_end = False
+        # flock excludes other processes only; episode threads (--concurrency) share this fd
+        self._thread_lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
+        with self._thread_lock:
+            self._append(line)
+
+    def _append(self, line: bytes) -> None:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)

@@ -174,7 +174,8 @@ class LoopbackServer:
 
     def start(self) -> "LoopbackServer":
         handler = type("_Handler", (self.handler_class,), {self.owner_attr: self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server_class = type("_Server", (ThreadingHTTPServer,), {"request_queue_size": 1024})
+        self._httpd = server_class(("127.0.0.1", 0), handler)  # a deep backlog: many episodes connect at once
         self._httpd.daemon_threads = True
         self._stop.clear()
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},

@@ -1,0 +1,141 @@
+"""Episodes in flight: play the process's upcoming items' episodes in threads, report in order.
+
+Model latency, not the harness, bounds a sweep: one process can keep many requests waiting on an
+endpoint at once. Before each item runs, the episodes of the next ``window`` upcoming case items
+of this process are handed to a pool of ``concurrency`` threads; an item's setup then takes its
+episode's trajectory instead of playing it. Grading, records, reports, JUnit and ``--lf`` stay
+in the main thread, one item at a time, in pytest's order, so they are identical to a serial run.
+
+Upcoming items are the rest of ``session.items`` without xdist, and under xdist the worker's own
+queue of scheduled indices (never another worker's items). After ``-x``/``--maxfail`` stops the
+session no new episode starts; queued ones are cancelled, running ones finish and are discarded
+(their items never ran, so no record is written for them). Only ``window`` trajectories are ever
+held, so memory does not grow with the session.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+import pytest
+
+#: this process's Prefetcher (absent with --concurrency 1)
+prefetcher_key = pytest.StashKey["Prefetcher"]()
+
+#: providers that answer in-process: threads only add overhead, so their items play inline
+INLINE_PROVIDERS = frozenset({"scripted"})
+
+
+class Prefetcher:
+    """The pool and the window of submitted episodes (keyed by item identity)."""
+
+    def __init__(self, session: pytest.Session, concurrency: int, window: int | None = None):
+        self.session = session
+        self.concurrency = concurrency
+        self.window = window or 2 * concurrency
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[int, Future] = {}
+        self._positions: dict[int, int] | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    # -- which items come next ----------------------------------------------------------------
+    def upcoming(self, item: pytest.Item) -> list[pytest.Item]:
+        """This process's items from `item` on, at most `window` of them."""
+        items = self.session.items
+        queue = _xdist_queue(self.session.config)
+        if queue is not None:
+            current, pending = queue
+            return [items[i] for i in [current, *pending][: self.window] if isinstance(i, int) and i < len(items)]
+        if self._positions is None:
+            self._positions = {id(it): n for n, it in enumerate(items)}
+        start = self._positions.get(id(item))
+        if start is None:
+            return [item]
+        return items[start: start + self.window]
+
+    # -- submission ----------------------------------------------------------------------------
+    def advance(self, item: pytest.Item, play_for: Callable[[pytest.Item], Callable[[], Any] | None]) -> None:
+        """Submit the episodes of the window starting at `item` that are not yet in flight."""
+        if self._stopped or self.session.shouldstop or self.session.shouldfail:
+            self.stop()
+            return
+        for nxt in self.upcoming(item):
+            key = id(nxt)
+            if key in self._futures:
+                continue
+            job = play_for(nxt)
+            if job is None:
+                continue
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="agentfloor-episode")
+            self._futures[key] = self._pool.submit(job)
+
+    def take(self, item: pytest.Item) -> Future | None:
+        """The submitted episode of `item` (removed from the window), or None to play it inline."""
+        return self._futures.pop(id(item), None)
+
+    def stop(self) -> None:
+        """No new episodes; queued ones are cancelled, running ones finish unrecorded."""
+        self._stopped = True
+        for fut in self._futures.values():
+            fut.cancel()
+        self._futures.clear()
+
+    def close(self) -> None:
+        self.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    @property
+    def in_window(self) -> int:
+        return len(self._futures)
+
+
+def _xdist_queue(config: pytest.Config) -> tuple[Any, list[Any]] | None:
+    """Under xdist: (next index to run, the worker's pending indices), read under the queue's lock."""
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        torun = getattr(plugin, "torun", None)
+        if torun is not None and hasattr(torun, "lock") and hasattr(plugin, "item_index"):
+            with torun.lock() as pending:
+                return plugin.item_index, [plugin.nextitem_index, *pending]
+    return None
+
+
+def job_for(item: pytest.Item) -> Callable[[], Any] | None:
+    """The episode of a case item worth playing ahead, or None (other tests, skips, in-process providers)."""
+    job = getattr(item, "episode_job", None)
+    if job is None or getattr(item, "model", None) is None or item.model.provider in INLINE_PROVIDERS:
+        return None
+    if item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
+        return None  # played inline if it runs at all: a skipped item must not cost a request
+    return job()
+
+
+def before_item(item: pytest.Item) -> None:
+    prefetcher = item.config.stash.get(prefetcher_key, None)
+    if prefetcher is not None:
+        prefetcher.advance(item, job_for)
+
+
+def after_item(item: pytest.Item) -> None:
+    prefetcher = item.config.stash.get(prefetcher_key, None)
+    if prefetcher is not None and (item.session.shouldstop or item.session.shouldfail):
+        prefetcher.stop()  # -x / --maxfail: no episode starts after the stop
+
+
+def start(session: pytest.Session, concurrency: int) -> None:
+    if concurrency > 1:
+        session.config.stash[prefetcher_key] = Prefetcher(session, concurrency)
+
+
+def finish(config: pytest.Config) -> None:
+    prefetcher = config.stash.get(prefetcher_key, None)
+    if prefetcher is not None:
+        prefetcher.close()
+        del config.stash[prefetcher_key]
