@@ -38,7 +38,7 @@ def pytest_unconfigure(config):
 
 def run(items: int, workdir: Path, profile: Path | None = None) -> tuple[float, list[float]]:
     out = workdir / "durations.json"
-    env = {**os.environ, "AF_BENCH_OUT": str(out), "PYTHONPATH": str(workdir)}
+    env = {**os.environ, "AF_BENCH_OUT": str(out), "PYTHONPATH": os.pathsep.join([str(workdir), str(REPO)])}  # this checkout, not an installed copy
     args = [sys.executable]
     if profile:
         args += ["-m", "cProfile", "-o", str(profile)]
