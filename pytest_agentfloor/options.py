@@ -70,6 +70,8 @@ class Settings:
     run_log: RunLog | None = None
     cassettes: CassetteStore | None = None
     gate: "GateSpec | None" = None
+    #: (K, N) with --shard K/N: this process runs shard K of N of the selected items
+    shard: tuple[int, int] | None = None
     #: episodes of upcoming items played at once in this process (threads; 1 = one at a time)
     concurrency: int = 1
     #: this session's own directory under report_dir/sessions/ (runs.jsonl is written there)
@@ -308,6 +310,10 @@ def add_options(parser: pytest.Parser) -> None:
     add("--concurrency", "agentfloor_concurrency",
         "episodes of upcoming items played at once in each process (threads; items still report in order; "
         "1 = one at a time; scripted models always play inline)", default=str(DEFAULT_CONCURRENCY), metavar="N")
+    add("--shard", "agentfloor_shard",
+        "run part K of N of the selected items (deterministic, independent of file order), e.g. 2/4 in the "
+        "second of four CI jobs; merge their runs.jsonl with `python -m pytest_agentfloor report`",
+        default="", metavar="K/N")
     for flag, ini, text in (
         ("--agentfloor-plan", "agentfloor_plan",
          "show items, requests, estimated cost and wall time per model and tier; call no model"),
@@ -541,6 +547,7 @@ def read_settings(config: pytest.Config) -> Settings:
         episode_timeout=timeout,
         judge=judge,
         judge_cache=judge_cache,
+        shard=_shard(config),
         concurrency=_int_opt(config, "agentfloor_concurrency", "--concurrency", 1, MAX_CONCURRENCY),
     )
 
@@ -562,6 +569,15 @@ def _judge(config: pytest.Config, models: dict[str, ModelConfig]) -> tuple[Model
         raise pytest.UsageError(f"--agentfloor-judge: {name!r} is a {models[name].provider} model and cannot judge text; "
                                 "name an openai, ollama or local model")
     return models[name], mode
+
+
+def _shard(config: pytest.Config) -> tuple[int, int] | None:
+    from .shard import parse_shard
+
+    try:
+        return parse_shard(str(_opt(config, "agentfloor_shard") or ""))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _protocol(config: pytest.Config) -> Protocol:

@@ -184,7 +184,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With --agentfloor-resume, items already complete in runs.jsonl are deselected (their records still count)."""
+    """--agentfloor-shard K/N keeps this shard's items; with --agentfloor-resume, items already complete
+    in runs.jsonl are deselected (their records still count)."""
     settings = config.stash[settings_key]
     if settings.probes and not settings.run_non_capable:
         # only the paper's exclusions skip; a probe "error" (dead endpoint) fails the items in setup
@@ -194,6 +195,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 if found and found[0] in ("text_leaked", "no_tools"):
                     item.add_marker(pytest.mark.skip(
                         reason=f"model {item.model.name!r} probed as {found[0]}: {found[1]} (--run-non-capable runs it)"))
+    if settings.shard is not None:
+        from .shard import shard_members
+
+        mine = shard_members((i.nodeid for i in items), *settings.shard)
+        other = [i for i in items if i.nodeid not in mine]
+        if other:
+            items[:] = [i for i in items if i.nodeid in mine]
+            config.hook.pytest_deselected(items=other)
     if not settings.resume_keys:
         return
     done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in settings.resume_keys]

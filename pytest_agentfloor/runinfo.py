@@ -3,7 +3,7 @@
 Every report file carries this (``summary.json["run"]``), so a table never claims more than the
 run behind it. A run is PARTIAL when its selection is narrower than the full case set (``-k``,
 ``-m``, node ids, case files or tier directories instead of the case root, ``--deselect``,
-``--lf``, ``--variants``, ``--instances``) or when it did not run all it selected (``-x`` /
+``--lf``, ``--variants``, ``--instances``, ``--shard``) or when it did not run all it selected (``-x`` /
 ``--maxfail`` stop, interrupt, collection errors, a model whose endpoint failed the probe).
 """
 
@@ -49,6 +49,7 @@ def selection(config: pytest.Config, settings: Any) -> dict[str, Any]:
         "instances": "all" if settings.instances is None else sorted(settings.instances, key=lambda i: int(i[1:])),
         "runs": settings.runs,
         "resume": bool(settings.resume),
+        "shard": "/".join(map(str, settings.shard)) if getattr(settings, "shard", None) else None,
     }
 
 
@@ -72,6 +73,8 @@ def narrowing(sel: dict[str, Any], base: Path) -> list[str]:
         out.append("--variants " + ",".join(sel["variants"]))
     if sel["instances"] != "all":
         out.append("--instances " + ",".join(sel["instances"]))
+    if sel.get("shard"):
+        out.append(f"--shard {sel['shard']} (one part; merge the shards' runs.jsonl with `report`)")
     return out
 
 

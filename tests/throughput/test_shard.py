@@ -1,0 +1,70 @@
+"""--shard K/N (issue 18): disjoint parts that together are the whole selection, independent of
+the order files are collected in; the shards' runs.jsonl merge into the single-machine report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_agentfloor.shard import parse_shard, shard_members
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_shards_partition_and_balance() -> None:
+    ids = [f"cases/tier_{t}/{t}{n}.toml::{t}{n}[v{v}-i0-r0-oracle]" for t in "AB" for n in range(7) for v in range(5)]
+    parts = [shard_members(ids, k, 4) for k in range(1, 5)]
+    assert set().union(*parts) == set(ids)
+    assert sum(map(len, parts)) == len(ids)  # disjoint
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    shuffled = ids[:]
+    random.Random(3).shuffle(shuffled)
+    assert [shard_members(shuffled, k, 4) for k in range(1, 5)] == parts  # order does not matter
+
+
+def test_shard_rule_by_hand() -> None:
+    ids = ["a", "b", "c", "d", "e"]
+    ranked = sorted(ids, key=lambda s: hashlib.sha256(s.encode()).digest()[:8])
+    assert shard_members(ids, 1, 2) == set(ranked[0::2])
+    assert shard_members(ids, 2, 2) == set(ranked[1::2])
+    assert shard_members(ids, 1, 1) == set(ids)
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "1", "a/b", "1/0", "-1/2"])
+def test_bad_shard_specs(text: str) -> None:
+    with pytest.raises(ValueError, match="K/N with 1 <= K <= N"):
+        parse_shard(text)
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester) -> pytest.Pytester:
+    shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    shutil.copytree(REPO / "cases" / "tier_A", pytester.path / "cases" / "tier_A")
+    return pytester
+
+
+def _nodeids(result: pytest.RunResult) -> list[str]:
+    return [ln.split(" ")[0] for ln in result.outlines if "::" in ln and (" PASSED" in ln or " FAILED" in ln)]
+
+
+def test_shards_run_disjoint_parts_of_the_selection(bench: pytest.Pytester) -> None:
+    args = ("cases", "--model", "oracle,fault-plan_only", "--instances", "i0", "-v", "-p", "no:cacheprovider",
+            "--agentfloor-report", "none")
+    whole = set(_nodeids(bench.runpytest(*args, "--report-dir", "whole")))
+    parts = [set(_nodeids(bench.runpytest(*args, "--shard", f"{k}/3", "--report-dir", f"s{k}"))) for k in (1, 2, 3)]
+    assert whole and set().union(*parts) == whole
+    assert sum(map(len, parts)) == len(whole)
+    # the same shard again, collecting the tier directories in the other order
+    again = bench.runpytest("cases/tier_A", "cases/tier_A0", *args[1:], "--shard", "2/3", "--report-dir", "again")
+    assert set(_nodeids(again)) == parts[1]
+
+
+def test_bad_shard_option_is_a_usage_error(bench: pytest.Pytester) -> None:
+    result = bench.runpytest("cases", "--shard", "3/2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--shard: expected K/N with 1 <= K <= N*"])
