@@ -24,8 +24,10 @@ import pytest
 #: this process's Prefetcher (absent with --concurrency 1)
 prefetcher_key = pytest.StashKey["Prefetcher"]()
 
-#: providers that answer in-process: threads only add overhead, so their items play inline
-INLINE_PROVIDERS = frozenset({"scripted"})
+#: providers whose items play inline: scripted ones answer in-process (threads only add overhead);
+#: the embedded llama.cpp server has few slots on a small machine, and queued requests would count
+#: against the episode timeout and inflate latencies (its --parallel setting is not measured yet)
+INLINE_PROVIDERS = frozenset({"scripted", "local"})
 
 
 class Prefetcher:

@@ -25,7 +25,8 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m pytest_agentfloor report",
                 description="Rebuild summary.json, tcr.csv, report.md and report.html from a runs.jsonl.")
-    p.add_argument("runs", type=Path, help="runs.jsonl written by a pytest-agentfloor session")
+    p.add_argument("runs", type=Path, nargs="+",
+                   help="runs.jsonl written by a pytest-agentfloor session; several (e.g. one per --shard) are merged")
     p.add_argument("--out", type=Path, default=None, help="output directory (default: the runs file's directory)")
     p.add_argument("--reference", default=None, metavar="MODEL", help="reference model for the paired tests")
     p.add_argument("--callsite-weights", default="", metavar="SITE=W,...",
@@ -49,11 +50,41 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def merge_runs(paths: list[Path]) -> tuple[list[dict], list[str]]:
+    """The usable records of every file, in order; a run recorded twice (same item, same model
+    config) counts once, so merging a file with itself or overlapping shards cannot inflate a table."""
+    from ..corpus import record_key
+
+    merged: list[dict] = []
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    dropped = 0
+    for path in paths:
+        records, notes = read_records(path)
+        records, skipped = usable_runs(records, str(path))
+        problems += notes + skipped
+        for record in records:
+            try:
+                key = record_key(record)
+            except (KeyError, TypeError, ValueError):
+                key = None
+            if key is not None and key in seen and len(paths) > 1:
+                dropped += 1
+                continue
+            if key is not None:
+                seen[key] = path
+            merged.append(record)
+    if dropped:
+        problems.append(f"{dropped} run(s) appear in more than one file; each counts once")
+    return merged, problems
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     prog = "agentfloor report"
-    if not args.runs.is_file():
-        print(f"{prog}: error: no such file: {args.runs}", file=sys.stderr)
+    missing = [str(p) for p in args.runs if not p.is_file()]
+    if missing:
+        print(f"{prog}: error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     if args.n_boot < 1 or args.margin < 0:
         print(f"{prog}: error: --n-boot must be >= 1 and --margin >= 0", file=sys.stderr)
@@ -61,20 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.infra_threshold <= 1:
         print(f"{prog}: error: --infra-threshold must be a share between 0 and 1 (e.g. 0.05)", file=sys.stderr)
         return 2
-    records, problems = read_records(args.runs)
-    records, skipped = usable_runs(records, str(args.runs))
-    problems += skipped
+    records, problems = merge_runs(args.runs)
     for problem in problems:
         print(f"{prog}: {problem}", file=sys.stderr)
     if not records:
-        print(f"{prog}: error: no complete run records in {args.runs}", file=sys.stderr)
+        print(f"{prog}: error: no complete run records in {', '.join(map(str, args.runs))}", file=sys.stderr)
         return 2
     meta, conflicts = _meta_with_conflicts(records)
     for note in conflicts:
         print(f"{prog}: {note}", file=sys.stderr)
     models = sorted({str(r.get("model")) for r in prepare_records(records)[0]})
     if args.reference is not None and args.reference not in models:
-        print(f"{prog}: error: unknown reference model {args.reference!r}; models in {args.runs}: "
+        print(f"{prog}: error: unknown reference model {args.reference!r}; models in the runs: "
               f"{', '.join(models)}", file=sys.stderr)
         return 2
     from ..callsite.stats import parse_weights
@@ -84,12 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{prog}: error: --callsite-weights: {exc}", file=sys.stderr)
         return 2
-    out = args.out if args.out is not None else args.runs.parent
+    first = args.runs[0]
+    out = args.out if args.out is not None else first.parent
     try:
         summary = write_reports(records, meta, out, reference=args.reference, margin_pp=args.margin,
                                 n_boot=args.n_boot, seed=args.seed, infra_as_failure=args.infra_as_failure,
                                 cluster=None if args.cluster == "auto" else args.cluster,
-                                probe=read_probe(args.runs.parent / "probe.json"), run=read_session(args.runs.parent),
+                                probe=read_probe(first.parent / "probe.json") if len(args.runs) == 1 else None,
+                                run=read_session(first.parent) if len(args.runs) == 1 else None,
                                 interval_method=args.interval_method, decision=args.noninferiority_bound,
                                 infra_threshold=args.infra_threshold,
                                 section_options=section_options)

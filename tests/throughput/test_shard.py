@@ -68,3 +68,53 @@ def test_bad_shard_option_is_a_usage_error(bench: pytest.Pytester) -> None:
     result = bench.runpytest("cases", "--shard", "3/2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--shard: expected K/N with 1 <= K <= N*"])
+
+
+def _summary_without_run(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    data.pop("run", None)  # which session(s) it describes: one session vs a merge of three
+    return data
+
+
+def test_report_merges_shards_into_the_single_machine_report(bench: pytest.Pytester, tmp_path: Path) -> None:
+    from pytest_agentfloor.report.cli import main as report
+
+    args = ("cases", "--model", "oracle,fault-plan_only,fault-partial", "--instances", "i0,i1",
+            "-p", "no:cacheprovider", "--agentfloor-report", "none")
+    bench.runpytest(*args, "--report-dir", "whole")
+    shards = []
+    for k in (1, 2, 3):
+        bench.runpytest(*args, "--shard", f"{k}/3", "--report-dir", f"s{k}")
+        shards += sorted(bench.path.glob(f"s{k}/sessions/*/runs.jsonl"))
+    whole = sorted(bench.path.glob("whole/sessions/*/runs.jsonl"))
+    assert len(shards) == 3 and len(whole) == 1
+    # a single machine's file of the very same records (timings included), in its collection order
+    order = {json.loads(line)["nodeid"]: n for n, line in enumerate(whole[0].read_text().splitlines())}
+    lines = [line for f in shards for line in f.read_text().splitlines() if line.strip()]
+    assert sorted(json.loads(x)["nodeid"] for x in lines) == sorted(order)
+    single = tmp_path / "single" / "runs.jsonl"
+    single.parent.mkdir()
+    single.write_text("".join(x + "\n" for x in sorted(lines, key=lambda x: order[json.loads(x)["nodeid"]])))
+    assert report([str(single), "--out", str(tmp_path / "one"), "--n-boot", "500"]) == 0
+    assert report([*map(str, reversed(shards)), "--out", str(tmp_path / "merged"), "--n-boot", "500"]) == 0
+    for name in ("summary.json", "tcr.csv", "report.md"):
+        one, merged = (tmp_path / d / name for d in ("one", "merged"))
+        if name == "summary.json":
+            assert _summary_without_run(merged) == _summary_without_run(one)
+        else:
+            assert merged.read_text() == one.read_text(), name
+    # and the verdicts are those of the single-machine run itself
+    whole_verdicts = {json.loads(x)["nodeid"]: json.loads(x)["passed"] for x in whole[0].read_text().splitlines()}
+    assert {json.loads(x)["nodeid"]: json.loads(x)["passed"] for x in lines} == whole_verdicts
+
+
+def test_report_counts_a_run_in_two_files_once(bench: pytest.Pytester, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_agentfloor.report.cli import main as report
+
+    bench.runpytest("cases/tier_A0", "--model", "oracle", "-p", "no:cacheprovider", "--agentfloor-report", "none")
+    runs = str(next(bench.path.glob("reports/sessions/*/runs.jsonl")))
+    assert report([runs, "--out", str(tmp_path / "one"), "--n-boot", "200"]) == 0
+    assert report([runs, runs, "--out", str(tmp_path / "twice"), "--n-boot", "200"]) == 0
+    assert "appear in more than one file; each counts once" in capsys.readouterr().err
+    assert (tmp_path / "twice" / "tcr.csv").read_text() == (tmp_path / "one" / "tcr.csv").read_text()
