@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -73,6 +73,9 @@ class ModelConfig(BaseModel):
     context_window_max: int | None = Field(None, gt=0, description="upper bound of an automatically sized "
                                            "Ollama context window (server memory grows with it)")
     timeout_s: float = Field(60.0, gt=0)
+    max_connections: int | None = Field(None, gt=0, description="requests this process sends the endpoint at once "
+                                        "(all episodes share it; None: no limit beyond --concurrency)")
+    rpm: float | None = Field(None, gt=0, description="requests per minute this process sends the endpoint at most")
     retries: int = Field(2, ge=0)
     system_prompt: Literal["default", "explicit_submission", "structured"] = "default"
     params_b: float | None = Field(None, ge=0, description="parameter count in billions, for recipes")
@@ -91,6 +94,9 @@ class ModelConfig(BaseModel):
         """A repr (tracebacks with locals, debug output) never shows a password in base_url."""
         for key, value in super().__repr_args__():
             yield key, (redact_url(value) if key == "base_url" and isinstance(value, str) else value)
+
+    #: how fast a process may send requests, not what is measured: not part of a run's condition
+    LIMIT_FIELDS: ClassVar[tuple[str, ...]] = ("max_connections", "rpm")
 
     def public(self) -> dict[str, Any]:
         """Everything but secrets; base URLs lose any credentials they embed."""

@@ -199,6 +199,7 @@ def config_fingerprint(public_config: dict[str, Any], protocol: dict[str, Any] |
     """The run's condition: model configuration (prompt and reasoning ablations included) and the
     protocol with its parameters (step-budget scale included); records without a protocol keep
     their old fingerprint, and so never resume a run under a protocol."""
+    public_config = {k: v for k, v in public_config.items() if k not in ModelConfig.LIMIT_FIELDS}
     ident: dict[str, Any] = public_config if protocol is None else {"config": public_config, "protocol": protocol}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 

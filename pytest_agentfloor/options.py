@@ -110,8 +110,9 @@ class Settings:
                 self.providers[config.name] = ReplayProvider(config, self.cassettes)  # type: ignore[arg-type]
             else:
                 from .context import session_turns
+                from .providers.limits import limited
 
-                live = make_provider(config, turns=session_turns(self.protocol))
+                live = limited(make_provider(config, turns=session_turns(self.protocol)), config)
                 self.providers[config.name] = RecordingProvider(live, self.cassettes) if self.record else live  # type: ignore[arg-type]
         return self.providers[config.name]
 

@@ -1,0 +1,64 @@
+"""Per-endpoint limits shared by every episode of a process: `max_connections` and `rpm`.
+
+With --concurrency many episodes share one provider; a model's `max_connections` caps the
+requests in flight to its endpoint and `rpm` spaces their starts, for all episodes together.
+Time spent waiting here is not request latency: the wrapped provider measures its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from .base import Provider, Reply
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+
+
+class LimitedProvider:
+    """A provider whose requests pass a shared gate: a semaphore and a start-time schedule."""
+
+    def __init__(self, inner: Provider, *, max_connections: int | None, rpm: float | None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+        self.inner = inner
+        self.config = inner.config
+        self._slots = threading.BoundedSemaphore(max_connections) if max_connections else None
+        self._interval = 60.0 / rpm if rpm else 0.0
+        self._next_start = 0.0
+        self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
+
+    def _wait_turn(self) -> None:
+        if not self._interval:
+            return
+        with self._lock:  # reserve the next start time, then wait for it outside the lock
+            now = self._clock()
+            start = max(now, self._next_start)
+            self._next_start = start + self._interval
+        if start > now:
+            self._sleep(start - now)
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, case: Any = None) -> Reply:
+        if self._slots is not None:
+            self._slots.acquire()
+        try:
+            self._wait_turn()
+            return self.inner.complete(messages, tools, case=case)
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def __getattr__(self, name: str) -> Any:  # endpoint, base_url, ... of the wrapped provider
+        return getattr(self.inner, name)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def limited(provider: Provider, config: "ModelConfig") -> Provider:
+    """`provider` behind the model's limits, or itself when it has none."""
+    if not (config.max_connections or config.rpm):
+        return provider
+    return LimitedProvider(provider, max_connections=config.max_connections, rpm=config.rpm)  # type: ignore[return-value]
