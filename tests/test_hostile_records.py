@@ -222,7 +222,9 @@ def test_bad_cassette_lines_are_named_once_and_skipped(bench: pytest.Pytester) -
             retries = 0
             timeout_s = 5
         """)
-        args = ["cases/tier_A/A1.toml", "--model", "fake", "--instances", "i0", "--no-probe", *NO_REPORT]
+        # lines are damaged by position below, so the cassette must be written in item order
+        args = ["cases/tier_A/A1.toml", "--model", "fake", "--instances", "i0", "--no-probe",
+                "--agentfloor-concurrency", "1", *NO_REPORT]
         bench.runpytest(*args, "--agentfloor-record").assert_outcomes(passed=5)
     path = bench.path / "reports" / "cassettes.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
