@@ -1,5 +1,5 @@
 """Throughput: N two-turn episodes against a server answering every request after a fixed delay,
-with episodes in flight per process (`--concurrency`) and/or xdist workers (issue 18).
+with episodes in flight per process (`--agentfloor-concurrency`) and/or xdist workers (issue 18).
 
 The server (tests/fakeserver.py, real HTTP on 127.0.0.1) runs in this process and follows the
 reference solution of tier-A case A1, so every item is a real two-turn OpenAI-wire episode; pytest
@@ -10,7 +10,7 @@ memory (max RSS of one process) are reported.
     python benchmarks/bench_throughput.py --episodes 1000 --delay 2 --settings c1000
     python benchmarks/bench_throughput.py --episodes 400 --oracle --settings c1,c16   # harness overhead
 
-A setting is cN (one process, --concurrency N), nW (xdist -n W, --concurrency 1) or nWcN (both).
+A setting is cN (one process, --agentfloor-concurrency N), nW (xdist -n W, --agentfloor-concurrency 1) or nWcN (both).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def parse_setting(text: str) -> tuple[int, int]:
 
 
 def run(work: Path, model: str, runs: int, workers: int, conc: int) -> tuple[float, float, float, str]:
-    cmd = [sys.executable, "-m", "pytest", "cases", "--model", model, "--runs", str(runs), "--instances", "i0",
+    cmd = [sys.executable, "-m", "pytest", "cases", "--model", model, "--agentfloor-runs", str(runs), "--instances", "i0",
            "--no-probe", "-q", "-p", "no:cacheprovider", "--agentfloor-report", "none", "-o", "addopts=",
-           "--concurrency", str(conc)]
+           "--agentfloor-concurrency", str(conc)]
     cmd += ["-n", str(workers)] if workers else ["-p", "no:xdist"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

@@ -153,7 +153,7 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         """Run the episode; an endpoint that keeps failing makes the item an error, not a failure.
 
-        With --concurrency the episode may already be playing in a thread (:mod:`.prefetch`);
+        With --agentfloor-concurrency the episode may already be playing in a thread (:mod:`.prefetch`);
         the item then waits for its trajectory here, in order.
         """
         settings = self.config.stash[settings_key]

@@ -308,10 +308,10 @@ def add_options(parser: pytest.Parser) -> None:
     add("--max-cost", "agentfloor_max_cost",
         "stop once this session's runs cost this many USD: remaining items are skipped, the run is PARTIAL",
         default="", shown="no cap", metavar="USD")
-    add("--concurrency", "agentfloor_concurrency",
+    add("--agentfloor-concurrency", "agentfloor_concurrency",
         "episodes of upcoming items played at once in each process (threads; items still report in order; "
         "1 = one at a time; scripted models always play inline)", default=str(DEFAULT_CONCURRENCY), metavar="N")
-    add("--shard", "agentfloor_shard",
+    add("--agentfloor-shard", "agentfloor_shard",
         "run part K of N of the selected items (deterministic, independent of file order), e.g. 2/4 in the "
         "second of four CI jobs; merge their runs.jsonl with `python -m pytest_agentfloor report`",
         default="", metavar="K/N")
@@ -549,7 +549,7 @@ def read_settings(config: pytest.Config) -> Settings:
         judge=judge,
         judge_cache=judge_cache,
         shard=_shard(config),
-        concurrency=_int_opt(config, "agentfloor_concurrency", "--concurrency", 1, MAX_CONCURRENCY),
+        concurrency=_int_opt(config, "agentfloor_concurrency", "--agentfloor-concurrency", 1, MAX_CONCURRENCY),
     )
 
 

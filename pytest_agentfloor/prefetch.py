@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import pytest
 
-#: this process's Prefetcher (absent with --concurrency 1)
+#: this process's Prefetcher (absent with --agentfloor-concurrency 1)
 prefetcher_key = pytest.StashKey["Prefetcher"]()
 
 #: providers whose items play inline: scripted ones answer in-process (threads only add overhead);
@@ -121,8 +121,15 @@ def job_for(item: pytest.Item) -> Callable[[], Any] | None:
 
 def before_item(item: pytest.Item) -> None:
     prefetcher = item.config.stash.get(prefetcher_key, None)
-    if prefetcher is not None:
-        prefetcher.advance(item, job_for)
+    if prefetcher is None:
+        return
+    from .options import settings_key
+
+    settings = item.config.stash[settings_key]
+    if getattr(settings, "max_cost", None) is not None and settings.spent() >= settings.max_cost:
+        prefetcher.stop()  # --max-cost reached: the remaining items are skipped, so play nothing ahead
+        return
+    prefetcher.advance(item, job_for)
 
 
 def after_item(item: pytest.Item) -> None:

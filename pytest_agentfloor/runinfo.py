@@ -3,7 +3,7 @@
 Every report file carries this (``summary.json["run"]``), so a table never claims more than the
 run behind it. A run is PARTIAL when its selection is narrower than the full case set (``-k``,
 ``-m``, node ids, case files or tier directories instead of the case root, ``--deselect``,
-``--lf``, ``--variants``, ``--instances``, ``--shard``) or when it did not run all it selected (``-x`` /
+``--lf``, ``--variants``, ``--instances``, ``--agentfloor-shard``) or when it did not run all it selected (``-x`` /
 ``--maxfail`` stop, interrupt, collection errors, a model whose endpoint failed the probe).
 """
 
@@ -74,7 +74,7 @@ def narrowing(sel: dict[str, Any], base: Path) -> list[str]:
     if sel["instances"] != "all":
         out.append("--instances " + ",".join(sel["instances"]))
     if sel.get("shard"):
-        out.append(f"--shard {sel['shard']} (one part; merge the shards' runs.jsonl with `report`)")
+        out.append(f"--agentfloor-shard {sel['shard']} (one part; merge the shards' runs.jsonl with `report`)")
     return out
 
 

@@ -1,4 +1,4 @@
-"""--shard K/N: split the selected items into N disjoint parts for N machines or CI jobs.
+"""--agentfloor-shard K/N: split the selected items into N disjoint parts for N machines or CI jobs.
 
 An item's shard depends only on its node id and the set of selected node ids, never on the
 order files are collected in: node ids are ordered by a hash of their text and dealt round-robin,
@@ -20,7 +20,7 @@ def parse_shard(text: str) -> tuple[int, int] | None:
         return None
     m = _SPEC.fullmatch(text)
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise ValueError(f"--shard: expected K/N with 1 <= K <= N (e.g. 2/4), got {text[:40]!r}")
+        raise ValueError(f"--agentfloor-shard: expected K/N with 1 <= K <= N (e.g. 2/4), got {text[:40]!r}")
     return int(m.group(1)), int(m.group(2))
 
 

@@ -1,6 +1,6 @@
 """Per-endpoint limits shared by every episode of a process: `max_connections` and `rpm`.
 
-With --concurrency many episodes share one provider; a model's `max_connections` caps the
+With --agentfloor-concurrency many episodes share one provider; a model's `max_connections` caps the
 requests in flight to its endpoint and `rpm` spaces their starts, for all episodes together.
 Time spent waiting here is not request latency: the wrapped provider measures its own.
 """

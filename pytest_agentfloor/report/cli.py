@@ -26,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m pytest_agentfloor report",
                 description="Rebuild summary.json, tcr.csv, report.md and report.html from a runs.jsonl.")
     p.add_argument("runs", type=Path, nargs="+",
-                   help="runs.jsonl written by a pytest-agentfloor session; several (e.g. one per --shard) are merged")
+                   help="runs.jsonl written by a pytest-agentfloor session; several (e.g. one per --agentfloor-shard) are merged")
     p.add_argument("--out", type=Path, default=None, help="output directory (default: the runs file's directory)")
     p.add_argument("--reference", default=None, metavar="MODEL", help="reference model for the paired tests")
     p.add_argument("--callsite-weights", default="", metavar="SITE=W,...",
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     from .viewer import VIEWER_FILE, write_viewer
 
     try:
-        write_viewer([args.runs], out / VIEWER_FILE)
+        write_viewer(list(args.runs), out / VIEWER_FILE)
     except OSError as exc:
         print(f"{prog}: error: cannot write {out / VIEWER_FILE} ({exc})", file=sys.stderr)
         return 2

@@ -1,9 +1,9 @@
-"""--concurrency (issue 18): episodes of upcoming items play in threads, items report in order.
+"""--agentfloor-concurrency (issue 18): episodes of upcoming items play in threads, items report in order.
 
 Real pytest runs against the loopback fake server, which follows case A1's reference solution
 (variant v1 answers wrongly, so runs mix passes and failures) and answers after a short delay that
 differs by prompt, so episodes finish out of order. Each concurrent run must give the same
-outcomes, in the same order, the same records and the same JUnit as a run with --concurrency 1.
+outcomes, in the same order, the same records and the same JUnit as a run with --agentfloor-concurrency 1.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.fakeserver import FakeModelServer, Reply, reply
 
 REPO = Path(__file__).resolve().parents[2]
 CASE = REPO / "cases" / "tier_A" / "A1.toml"
-A1 = ("cases/tier_A/A1.toml", "--instances", "i0", "--runs", "3", "--no-probe", "-p", "no:cacheprovider")
+A1 = ("cases/tier_A/A1.toml", "--instances", "i0", "--agentfloor-runs", "3", "--no-probe", "-p", "no:cacheprovider")
 #: what may differ between two runs of the same items: timing and the session's identity
 #: and the fake server numbers tool-call ids in the order requests arrive, so they follow the timing
 VOLATILE = {"id", "tool_call_id", "call_id", "latency_s", "busy_s", "session", "started", "finished", "timestamp", "wall_s", "time"}
@@ -126,13 +126,13 @@ def outcome_lines(result: pytest.RunResult) -> list[str]:
 
 
 def test_same_outcomes_records_and_junit_in_order(bench: pytest.Pytester, a1: A1Server) -> None:
-    serial = bench.runpytest(*A1, "--model", "fake", "--concurrency", "1", "-v", "--junitxml=serial.xml",
-                             "--report-dir", "serial")
+    serial = bench.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "1", "-v", "--junitxml=serial.xml",
+                             "--agentfloor-report-dir", "serial")
     assert a1.peak == 1
     serial_recs = comparable(records(bench, "serial"))
     a1.peak = 0
-    conc = bench.runpytest(*A1, "--model", "fake", "--concurrency", "8", "-v", "--junitxml=conc.xml",
-                           "--report-dir", "conc")
+    conc = bench.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "8", "-v", "--junitxml=conc.xml",
+                           "--agentfloor-report-dir", "conc")
     assert 1 < a1.peak <= 8, a1.peak  # episodes overlapped, never more than asked
     counts = serial.parseoutcomes()
     assert counts["passed"] > 0 and counts["failed"] > 0
@@ -144,7 +144,7 @@ def test_same_outcomes_records_and_junit_in_order(bench: pytest.Pytester, a1: A1
 
 def test_maxfail_starts_no_episode_after_the_stop(bench: pytest.Pytester, a1: A1Server) -> None:
     # v1 fails: the stop comes after the first three v0 items and the first v1 item
-    result = bench.runpytest(*A1, "--model", "fake", "--concurrency", "2", "-x")
+    result = bench.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "2", "-x")
     counts = result.parseoutcomes()
     assert counts.get("failed") == 1 and counts.get("passed") == 3
     started_at_stop = a1.started
@@ -157,8 +157,8 @@ def test_maxfail_starts_no_episode_after_the_stop(bench: pytest.Pytester, a1: A1
 
 
 def test_resume_after_a_stopped_concurrent_run(bench: pytest.Pytester, a1: A1Server) -> None:
-    bench.runpytest(*A1, "--model", "fake", "--concurrency", "4", "-x")
-    full = bench.runpytest(*A1, "--model", "fake", "--concurrency", "4", "--resume")
+    bench.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "4", "-x")
+    full = bench.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "4", "--agentfloor-resume")
     total = len(load_case(CASE)[0].prompts) * 3
     counts = full.parseoutcomes()
     assert counts.get("passed", 0) + counts.get("failed", 0) == total - 4
@@ -171,9 +171,9 @@ def test_resume_after_a_stopped_concurrent_run(bench: pytest.Pytester, a1: A1Ser
 
 
 def test_replay_under_concurrency_matches_the_recording(bench: pytest.Pytester, a1: A1Server) -> None:
-    recorded = bench.runpytest(*A1, "--model", "fake", "--concurrency", "1", "--record", "-v")
+    recorded = bench.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "1", "--agentfloor-record", "-v")
     a1.server.stop()  # replay must not need the server
-    replayed = bench.runpytest(*A1, "--model", "fake", "--concurrency", "8", "--replay", "-v")
+    replayed = bench.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "8", "--agentfloor-replay", "-v")
     assert replayed.parseoutcomes() == recorded.parseoutcomes()
     assert outcome_lines(replayed) == outcome_lines(recorded)
 
@@ -183,15 +183,15 @@ def test_last_failed_same_as_serial(bench: pytest.Pytester) -> None:
     runs = {}
     for conc in ("1", "8"):
         shutil.rmtree(bench.path / ".pytest_cache", ignore_errors=True)
-        first = bench.runpytest(*A1[:-2], "--model", "fake", "--concurrency", conc, "-p", "cacheprovider", "-v")
-        again = bench.runpytest(*A1[:-2], "--model", "fake", "--concurrency", conc, "-p", "cacheprovider", "--lf", "-v")
+        first = bench.runpytest(*A1[:-2], "--model", "fake", "--agentfloor-concurrency", conc, "-p", "cacheprovider", "-v")
+        again = bench.runpytest(*A1[:-2], "--model", "fake", "--agentfloor-concurrency", conc, "-p", "cacheprovider", "--lf", "-v")
         runs[conc] = (outcome_lines(first), outcome_lines(again))
     assert runs["8"] == runs["1"]
 
 
 def test_xdist_workers_with_concurrency(bench: pytest.Pytester) -> None:
-    serial = bench.runpytest_subprocess(*A1, "--model", "fake", "--concurrency", "1", "-p", "no:xdist")
-    spread = bench.runpytest_subprocess(*A1, "--model", "fake", "--concurrency", "4", "-n", "2")
+    serial = bench.runpytest_subprocess(*A1, "--model", "fake", "--agentfloor-concurrency", "1", "-p", "no:xdist")
+    spread = bench.runpytest_subprocess(*A1, "--model", "fake", "--agentfloor-concurrency", "4", "-n", "2")
     counts = {k: v for k, v in serial.parseoutcomes().items() if k in ("passed", "failed", "error")}
     assert {k: v for k, v in spread.parseoutcomes().items() if k in counts} == counts
     one, two = ([(r["task"], r["variant"], r["run"], r["passed"]) for r in map(json.loads, f.read_text().splitlines())]
@@ -201,9 +201,9 @@ def test_xdist_workers_with_concurrency(bench: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
 def test_bad_concurrency_is_a_usage_error(bench: pytest.Pytester, value: str) -> None:
-    result = bench.runpytest(*A1, "--model", "fake", f"--concurrency={value}")
+    result = bench.runpytest(*A1, "--model", "fake", f"--agentfloor-concurrency={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--concurrency: expected a whole number from 1 to 4096*"])
+    result.stderr.fnmatch_lines(["*--agentfloor-concurrency: expected a whole number from 1 to 4096*"])
 
 
 def test_concurrency_ini_setting(bench: pytest.Pytester, a1: A1Server) -> None:

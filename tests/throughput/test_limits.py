@@ -81,6 +81,6 @@ def test_max_connections_from_models_toml_holds_under_concurrency(pytester: pyte
         pytester.path.joinpath("models.toml").write_text(
             f'[models.fake]\nprovider = "openai"\nmodel = "tiny"\nbase_url = "{srv.server.openai_url}"\n'
             "retries = 0\ntimeout_s = 10\nmax_connections = 2\n")
-        result = pytester.runpytest(*A1, "--model", "fake", "--concurrency", "8")
+        result = pytester.runpytest(*A1, "--model", "fake", "--agentfloor-concurrency", "8")
     assert result.parseoutcomes().get("passed", 0) > 0
     assert 1 <= srv.peak <= 2  # eight episodes in flight, never more than two requests

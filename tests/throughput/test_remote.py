@@ -18,9 +18,9 @@ execnet = pytest.importorskip("execnet")
 
 
 def test_popen_gateways_with_concurrency(bench: pytest.Pytester) -> None:  # noqa: F811 - the imported fixture
-    serial = bench.runpytest_subprocess(*A1, "--model", "fake", "--concurrency", "1", "-p", "no:xdist")
+    serial = bench.runpytest_subprocess(*A1, "--model", "fake", "--agentfloor-concurrency", "1", "-p", "no:xdist")
     result = bench.runpytest_subprocess(*A1, "--model", "fake", "--tx", "2*popen", "--dist", "load",
-                                        "--concurrency", "4")
+                                        "--agentfloor-concurrency", "4")
     want = {k: v for k, v in serial.parseoutcomes().items() if k in ("passed", "failed")}
     assert {k: v for k, v in result.parseoutcomes().items() if k in want} == want
     result.stdout.fnmatch_lines(["*created: 2/2 workers*"])

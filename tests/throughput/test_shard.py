@@ -1,4 +1,4 @@
-"""--shard K/N (issue 18): disjoint parts that together are the whole selection, independent of
+"""--agentfloor-shard K/N (issue 18): disjoint parts that together are the whole selection, independent of
 the order files are collected in; the shards' runs.jsonl merge into the single-machine report."""
 
 from __future__ import annotations
@@ -55,19 +55,19 @@ def _nodeids(result: pytest.RunResult) -> list[str]:
 def test_shards_run_disjoint_parts_of_the_selection(bench: pytest.Pytester) -> None:
     args = ("cases", "--model", "oracle,fault-plan_only", "--instances", "i0", "-v", "-p", "no:cacheprovider",
             "--agentfloor-report", "none")
-    whole = set(_nodeids(bench.runpytest(*args, "--report-dir", "whole")))
-    parts = [set(_nodeids(bench.runpytest(*args, "--shard", f"{k}/3", "--report-dir", f"s{k}"))) for k in (1, 2, 3)]
+    whole = set(_nodeids(bench.runpytest(*args, "--agentfloor-report-dir", "whole")))
+    parts = [set(_nodeids(bench.runpytest(*args, "--agentfloor-shard", f"{k}/3", "--agentfloor-report-dir", f"s{k}"))) for k in (1, 2, 3)]
     assert whole and set().union(*parts) == whole
     assert sum(map(len, parts)) == len(whole)
     # the same shard again, collecting the tier directories in the other order
-    again = bench.runpytest("cases/tier_A", "cases/tier_A0", *args[1:], "--shard", "2/3", "--report-dir", "again")
+    again = bench.runpytest("cases/tier_A", "cases/tier_A0", *args[1:], "--agentfloor-shard", "2/3", "--agentfloor-report-dir", "again")
     assert set(_nodeids(again)) == parts[1]
 
 
 def test_bad_shard_option_is_a_usage_error(bench: pytest.Pytester) -> None:
-    result = bench.runpytest("cases", "--shard", "3/2")
+    result = bench.runpytest("cases", "--agentfloor-shard", "3/2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--shard: expected K/N with 1 <= K <= N*"])
+    result.stderr.fnmatch_lines(["*--agentfloor-shard: expected K/N with 1 <= K <= N*"])
 
 
 def _summary_without_run(path: Path) -> dict:
@@ -81,10 +81,10 @@ def test_report_merges_shards_into_the_single_machine_report(bench: pytest.Pytes
 
     args = ("cases", "--model", "oracle,fault-plan_only,fault-partial", "--instances", "i0,i1",
             "-p", "no:cacheprovider", "--agentfloor-report", "none")
-    bench.runpytest(*args, "--report-dir", "whole")
+    bench.runpytest(*args, "--agentfloor-report-dir", "whole")
     shards = []
     for k in (1, 2, 3):
-        bench.runpytest(*args, "--shard", f"{k}/3", "--report-dir", f"s{k}")
+        bench.runpytest(*args, "--agentfloor-shard", f"{k}/3", "--agentfloor-report-dir", f"s{k}")
         shards += sorted(bench.path.glob(f"s{k}/sessions/*/runs.jsonl"))
     whole = sorted(bench.path.glob("whole/sessions/*/runs.jsonl"))
     assert len(shards) == 3 and len(whole) == 1
