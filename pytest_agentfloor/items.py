@@ -161,6 +161,7 @@ class CaseItem(pytest.Item):
         if probed and probed[0] == "error":  # a dead endpoint: nothing to measure, and no record
             raise InfrastructureError(f"model {self.model.name!r} not run: the probe at session start failed: "
                                       f"{probed[1]}")
+        case = self.resolved_case
         prefetcher = self.config.stash.get(prefetcher_key, None)
         future = prefetcher.take(self) if prefetcher is not None else None
         if future is not None and not future.cancel():
@@ -168,7 +169,6 @@ class CaseItem(pytest.Item):
         else:
             job = self.episode_job()
             if job is None:
-                case = self.resolved_case
                 try:
                     settings.provider(self.model)
                 except ProviderError as exc:  # e.g. the API key variable is unset: no request can be made
