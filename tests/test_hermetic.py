@@ -3,6 +3,7 @@ the tests that need the [local] extra. Each rule is checked the way it could be 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -28,7 +29,8 @@ def test_the_bare_python_check_finds_what_it_is_for() -> None:
 INNER_CONFTEST = "from tests.conftest import _fake_server_responder_errors, pytest_collection_modifyitems\n"
 
 
-def test_a_raising_responder_fails_the_test_that_caused_it(pytester: pytest.Pytester) -> None:
+def test_a_raising_responder_fails_the_test_that_caused_it(pytester: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makeconftest(INNER_CONFTEST)
     pytester.makepyfile(test_inner="""
         import json, urllib.request
@@ -42,7 +44,7 @@ def test_a_raising_responder_fails_the_test_that_caused_it(pytester: pytest.Pyte
                 req = urllib.request.Request(server.openai_url + "/chat/completions", data=b"{}",
                                              headers={"Content-Type": "application/json"})
                 try:
-                    urllib.request.urlopen(req, timeout=5)
+                    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=5)
                 except urllib.error.HTTPError as exc:
                     assert exc.code == 500  # the test itself is satisfied...
 
@@ -50,6 +52,8 @@ def test_a_raising_responder_fails_the_test_that_caused_it(pytester: pytest.Pyte
             with FakeModelServer() as server:
                 pass
     """)
+    # the inner conftest imports tests.conftest: the subprocess needs the repository on its path
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS.parent), os.environ.get("PYTHONPATH")])))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # its servers stay out of this process
     result.assert_outcomes(passed=2, errors=1)  # ...but its teardown reports the responder's exception
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_swallows_the_500*",

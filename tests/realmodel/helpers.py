@@ -34,7 +34,7 @@ def bench_dir(pytester: pytest.Pytester, url: str | None, *, tiers: tuple[str, .
 
 def run(pytester: pytest.Pytester, *paths: str, model: str = "local", extra: tuple[str, ...] = ()) -> pytest.RunResult:
     return pytester.runpytest(*(paths or ("cases",)), "--model", model, "--variants", "v0", "--instances", "i0",
-                              "-p", "no:cacheprovider", "--junitxml=out.xml",
+                              "-p", "no:cacheprovider", "--junitxml=out.xml", "-o", "junit_family=xunit1",
                               *(() if "--probe" in extra else ("--no-probe",)),
                               *(e for e in extra if e != "--probe"))
 

@@ -35,7 +35,8 @@ def test_the_assembled_weights_are_the_pinned_ones() -> None:
 def test_the_server_starts_serves_the_shipped_template_and_stops(qwen_server: LocalServer) -> None:
     assert qwen_server.health()
     assert qwen_server.start_s is not None and qwen_server.start_s < 60
-    props = json.load(urllib.request.urlopen(qwen_server.url + "/props", timeout=10))
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+    props = json.load(direct.open(qwen_server.url + "/props", timeout=10))
     assert props["chat_template_caps"]["supports_tool_calls"]
     assert "pytest-agentfloor's own chat template" in props["chat_template"]
     log = qwen_server.log_path.read_text(errors="replace")
