@@ -240,8 +240,13 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
             status = INSUFFICIENT
         elif not test.noninferior_holm:
             lb = test.ci95_low_pp if decision == "two-sided" else test.ci90_low_pp
-            reasons.append(f"not non-inferior: {bound} {lb:+.1f} pp does not clear -{margin_pp:g} pp"
-                           + (" after Holm correction" if test.noninferior else ""))
+            if test.noninferior:  # the tier's own bound clears the margin; the correction over tiers does not
+                reasons.append(f"not non-inferior after Holm correction over {len(gated)} tiers: {bound} "
+                               f"{lb:+.1f} pp clears -{margin_pp:g} pp on its own, but the adjusted p = "
+                               f"{test.p_noninferiority_holm:.4f} is not below {tail:g} "
+                               "(more pairs or runs would certify it)")
+            else:
+                reasons.append(f"not non-inferior: {bound} {lb:+.1f} pp does not clear -{margin_pp:g} pp")
             status = FAIL
         floor = floors.get(tier, floors.get("all"))
         if floor is not None and (tcr is None or tcr < floor):

@@ -182,3 +182,19 @@ def test_single_node_id_and_stop_on_first_failure_fail_the_gate(bench: pytest.Py
                            "--agentfloor-baseline", "baseline/runs.jsonl", "--gate-tiers", "C")
     assert stop.ret != pytest.ExitCode.OK
     stop.stdout.fnmatch_lines(["gate: partial run: stopped early*"])
+
+
+def test_a_tier_lost_to_the_holm_correction_says_so_instead_of_misquoting_its_bound() -> None:
+    # identical 100% runs: 50 pairs in each of five tiers, 200 in a sixth. Alone, each 50-pair tier's
+    # Tango bound (-7.1 pp) clears -10 pp; over six tiers Holm asks the second smallest p to be below
+    # 0.025/5, which 50 concordant pairs do not reach (roughly P(no discordance | 10% rate) = 0.9^50).
+    base = [r for tier in ("A0", "A", "B", "D", "E") for r in _runs("inc", [True] * 50, tier)]
+    base += _runs("inc", [True] * 200, "C")
+    cand = [dict(r, model="new") for r in base]
+    result = evaluate(cand, base)
+    by_tier = {v.tier: v for v in result.verdicts}
+    assert by_tier["C"].passed and not result.passed
+    reason = by_tier["A"].reasons[0]
+    assert reason.startswith("not non-inferior after Holm correction over 6 tiers: two-sided 95% CI lower bound -7.1 pp "
+                             "clears -10 pp on its own, but the adjusted p = ")
+    assert "does not clear" not in reason
