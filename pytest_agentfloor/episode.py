@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable
 
 from .context import prompt_cut
+from .pressure.encoding import deliver
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
 from .providers.base import ContextLimitError, MalformedReply, Provider, ProviderError, deadline_in
 from .sandbox import HostileArguments, Sandbox, menu, parse_arguments
@@ -62,17 +63,26 @@ def run_episode(
     """
     start = clock()
     limits = protocol.limits(case)
-    tools = menu(case.tools)
-    sandbox = Sandbox(case.fixtures, case.tools)
+    pc = case.pressure
+    if pc is None:
+        offered, distractors, tools, narrow = case.tools, (), menu(case.tools), None
+    else:  # a pressure cell: its own menu (operational tools among distractors), lane and encoding
+        from .pressure.menu import full_menu, operational_menu
+
+        offered, distractors = pc.offered, tuple(n for n in pc.menu if n not in pc.offered)
+        tools, narrow = full_menu(pc), (operational_menu(pc) if pc.lane == "routed" else None)
+    sandbox = Sandbox(case.fixtures, offered)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPTS[system_prompt]},
         {"role": "user", "content": case.prompt},
     ]
     traj = Trajectory(
         case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
-        model=model, tools=list(case.tools), messages=messages, protocol=protocol.name,
+        model=model, tools=list(offered), messages=messages, protocol=protocol.name,
         turn_budget=limits.turns, call_limit=limits.calls, token_budget=limits.tokens,
+        distractors=list(distractors), lane=pc.lane if pc is not None else None,
     )
+    encoding = pc.encoding if pc is not None else "raw"
     infeasible = remaining_steps if protocol.infeasibility_stop and limits.calls is not None else None
     seen: set[str] = set()
     n_calls = 0
@@ -103,7 +113,8 @@ def run_episode(
             break
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
                     tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
-                    busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens)
+                    busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens,
+                    menu_size=len(tools) if pc is not None else None)
         traj.turns.append(turn)
         tokens += reply.tokens_in + reply.tokens_out
         window = traj.context_window = getattr(provider, "context_window", None)
@@ -144,7 +155,7 @@ def run_episode(
                 parsed, refused = {}, str(exc)
             if not isinstance(parsed, dict):
                 call.malformed = True
-                call.hallucinated = out.name not in case.tools
+                call.hallucinated = out.name not in offered and out.name not in distractors
                 call.result = {"status": "error", "error_type": "malformed_call",
                                "message": "arguments are not a JSON object", "hint": ""}
                 if protocol.malformed_stop:
@@ -154,7 +165,8 @@ def run_episode(
                                  "content": json.dumps(call.result, sort_keys=True)})
                 continue
             call.arguments = parsed if refused is None else None
-            call.hallucinated = out.name not in case.tools
+            call.distractor = out.name in distractors
+            call.hallucinated = out.name not in offered and not call.distractor
             key = _canonical(out.name, call.arguments, out.arguments)
             call.repeated = key in seen  # retrying after an error is recovery, not repetition
             n_calls += 1
@@ -166,6 +178,10 @@ def run_episode(
             if refused is not None:
                 call.result = {"status": "error", "error_type": "invalid_arguments", "message": refused,
                                "hint": "check the tool's parameter schema"}
+            elif call.distractor:
+                from .pressure.catalogue import distractor_result
+
+                call.result = distractor_result(out.name, parsed)
             else:
                 try:
                     call.result = sandbox.call(out.name, parsed)
@@ -176,7 +192,11 @@ def run_episode(
                 seen.add(key)
             call.malformed = call.result.get("error_type") == "invalid_arguments"
             messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
-                             "content": json.dumps(call.result, sort_keys=True)})
+                             "content": json.dumps(call.result, sort_keys=True) if pc is None
+                             else deliver(call.result, encoding)})
+            if narrow is not None and out.name in offered and call.result.get("error_type") not in (
+                    "invalid_arguments", "unknown_tool"):
+                tools = narrow  # routed lane: the first executed operational call narrows the menu
         if stop:
             termination = stop
             break

@@ -134,7 +134,7 @@ class CaseItem(pytest.Item):
         super().__init__(**kw)
         self.entry, self.variant, self.instance, self.run, self.model = entry, variant, instance, run, model
         self.add_marker("agentfloor")
-        for marker in entry.markers:
+        for marker in entry.markers + (entry.spec_markers(variant, instance) if entry.spec_markers else ()):
             _register_marker(self.config, marker)
             self.add_marker(marker)
         self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})

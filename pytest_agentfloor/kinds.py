@@ -27,6 +27,8 @@ class Entry:
     specs: tuple[tuple[str, str], ...]  # (variant, instance) pairs, in item order
     markers: tuple[str, ...]  # marker names the items carry (registered by the plugin)
     resolve: Callable[[str, str], Any] = field(compare=False, repr=False)
+    #: markers that differ between the items of one entry (a pressure cell's V, W, D and lane)
+    spec_markers: Callable[[str, str], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
 
 class CaseKind(Protocol):
@@ -76,7 +78,7 @@ class EpisodeKind:
         return grade(case, trajectory, hook, judgments)
 
 
-_CALLSITE_KIND = re.compile(r'^kind\s*=\s*["\']callsite["\']', re.M)
+_DECLARED_KIND = {name: re.compile(rf'^kind\s*=\s*["\']{name}["\']', re.M) for name in ("callsite", "pressure")}
 
 
 def is_case_file(path: Path) -> bool:
@@ -89,9 +91,9 @@ def is_case_file(path: Path) -> bool:
         return False
     if path.parent.name.startswith("tier_"):
         return True
-    if path.parent.name == "callsite":
+    if path.parent.name in _DECLARED_KIND:
         try:
-            return bool(_CALLSITE_KIND.search(path.read_text(encoding="utf-8", errors="replace")))
+            return bool(_DECLARED_KIND[path.parent.name].search(path.read_text(encoding="utf-8", errors="replace")))
         except OSError:
             return False
     return False
@@ -103,7 +105,7 @@ def holds_cases(directory: Path) -> bool:
     for d in candidates:
         if d.name.startswith("tier_"):
             return True
-        if d.name == "callsite" and any(is_case_file(f) for f in d.glob("*.toml")):
+        if d.name in _DECLARED_KIND and any(is_case_file(f) for f in d.glob("*.toml")):
             return True
     return False
 
@@ -127,6 +129,9 @@ def _builtin() -> None:
 
         register_kind(CallSiteKind())
         register_kind(InstallationKind())
+        from .pressure.kind import PressureKind
+
+        register_kind(PressureKind())
 
 
 def all_kinds() -> list[CaseKind]:

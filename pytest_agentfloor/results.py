@@ -110,7 +110,7 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
         "kind": getattr(case, "kind", "episode"),
         # kind-specific scalar facts (a call site's site, group, whether it acted or refused, ...)
-        "facets": getattr(grade, "facets", None) if grade is not None else _facets(case),
+        "facets": (getattr(grade, "facets", None) if grade is not None else None) or _facets(case),
         # the grader's account, for the transcript viewer: expected vs observed of each unmet obligation
         "verdicts": [{"code": v.code, "ok": v.ok, **({} if v.ok else {"expected": v.expected, "observed": v.observed})}
                      for v in getattr(grade, "verdicts", None) or []] if grade else [],
@@ -287,8 +287,8 @@ def run_problem(r: Any) -> str | None:
     kind = r.get("kind") or "episode"
     if kind == "episode" and r["tier"] not in TIERS:
         return f"unknown tier {r['tier']!r}"
-    if kind == "callsite" and not isinstance(r.get("facets"), dict) and "facets" in r:
-        return "a call-site record whose 'facets' is not an object"
+    if kind in ("callsite", "pressure") and not isinstance(r.get("facets"), dict) and "facets" in r:
+        return f"a {kind} record whose 'facets' is not an object"
     return None
 
 

@@ -40,6 +40,7 @@ class ToolCall(BaseModel):
     hallucinated: bool = False
     malformed: bool = False
     repeated: bool = False
+    distractor: bool = Field(False, description="a call to a distractor schema of a pressure menu")
 
     @property
     def ok(self) -> bool:
@@ -57,6 +58,7 @@ class Turn(BaseModel):
     busy_s: float | None = Field(None, description="server-reported processing time (None: not reported)")
     reasoning_tokens: int | None = Field(None, description="reasoning tokens, where the server reports them")
     leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
+    menu_size: int | None = Field(None, description="tool schemas shown in this request (pressure cells)")
 
 
 class Trajectory(BaseModel):
@@ -79,6 +81,8 @@ class Trajectory(BaseModel):
     call_limit: int | None = Field(None, description="None: the protocol enforces no call limit")
     token_budget: int | None = Field(None, description="None: the protocol enforces no episode token budget")
     context_window: int | None = Field(None, description="tokens of context in force, when known")
+    distractors: list[str] = Field(default_factory=list, description="distractor schemas on a pressure menu")
+    lane: str | None = Field(None, description="pressure menu lane: fixed, or routed (oracle-assisted)")
 
     @property
     def calls(self) -> list[ToolCall]:

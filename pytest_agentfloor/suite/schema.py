@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..judge.predicates import PREDICATE_ID, rubric_problems
+from ..pressure.cell import PressureCell
 
 TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
 TIER_TURN_BUDGET: dict[str, int] = {"A0": 1, "A": 2, "B": 4, "C": 6, "D": 8, "E": 10}
@@ -342,6 +343,11 @@ class ResolvedCase(BaseModel):
     forbidden: tuple[str, ...]
     reference: tuple[RefTurn, ...]
     content_hash: str
+    kind: str = "episode"  # "pressure" for a compiled family cell
+    pressure: PressureCell | None = Field(None, description="menu, lane and encoding pressures (seed 002)")
+
+    def facets(self) -> dict[str, Any] | None:
+        return self.pressure.facets() if self.pressure is not None else None
 
     @property
     def needs_submission(self) -> bool:

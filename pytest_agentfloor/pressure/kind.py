@@ -1,0 +1,64 @@
+"""The pressure case kind: a family file expands into one entry per family and one item per
+(cell, lane); a cell plays and grades as an episode, so records and reports stay kind-agnostic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..kinds import Entry, EpisodeKind
+from ..suite.loader import CaseError, _loc
+from .compiler import LANES, cell_name, cells, compile_cell
+from .encoding import ENCODINGS
+from .family import INTENTS, FamilyFile
+from .menu import MENU_SIZES
+
+MARKERS: dict[str, str] = {
+    "pressure": "a controlled-pressure cell (seed 002 matched variants)",
+    **{i: f"pressure family of the {i} intent" for i in INTENTS},
+    **{f"V{v}": f"pressure cell with a visible menu of {v} tool schemas" for v in MENU_SIZES},
+    "Wlow": "pressure cell at low workflow (one cited source)",
+    "Whigh": "pressure cell at high workflow (three cited sources, reached by dependent calls)",
+    **{d: f"pressure cell with {d} returned-record encoding" for d in ENCODINGS},
+    "fixed": "pressure menu lane: the full menu throughout",
+    "routed": "pressure menu lane: narrowed to the operational tools after the first operational call (oracle-assisted)",
+}
+
+
+def cell_markers(variant: str, instance: str) -> tuple[str, ...]:
+    v, w, d = variant.split("-")
+    return (v, f"W{w}", d, instance)
+
+
+class PressureKind(EpisodeKind):
+    name = "pressure"
+    markers = MARKERS
+
+    def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
+        try:
+            doc = FamilyFile.model_validate(data)
+        except ValidationError as exc:
+            problems = [f"{_loc(e['loc'])}: {'unknown field' if e['type'] == 'extra_forbidden' else e['msg'].removeprefix('Value error, ')}"
+                        for e in exc.errors(include_url=False)]
+            raise CaseError(path, problems[:8]) from None
+        seen: set[str] = set()
+        out = []
+        for fam in doc.families:
+            if fam.id in seen:
+                raise CaseError(path, [f"families: id {fam.id!r} appears twice"])
+            seen.add(fam.id)
+            cache: dict[tuple[str, str], Any] = {}
+
+            def _resolve(variant: str, instance: str, fam: Any = fam) -> Any:
+                key = (variant, instance)
+                if key not in cache:
+                    v, w, d = variant.split("-")
+                    cache[key] = compile_cell(fam, doc.intent, int(v[1:]), w, d, instance, content_hash)
+                return cache[key]
+
+            specs = tuple((cell_name(v, w, d), lane) for v, w, d in cells() for lane in LANES)
+            out.append(Entry(fam.id, content_hash, specs, ("pressure", doc.intent, fam.id), _resolve,
+                             spec_markers=cell_markers))
+        return out
