@@ -52,7 +52,8 @@ def base_case(family: Family, workflow: str, content_hash: str) -> ResolvedCase:
                        after=["source1"])]
         ref += [RefTurn(calls=[RefCall(tool="lookup_record", args={"record_id": a.id})]),
                 RefTurn(calls=[RefCall(tool="lookup_record", args={"record_id": b.id})])]
-    steps.append(Step(id="decide", tool="submit_decision", args={"decision": family.decision, "record_id": s},
+    # the step asks for a submission on the subject; what it decides is X's to judge (the final state)
+    steps.append(Step(id="decide", tool="submit_decision", args={"record_id": s},
                       after=["read", "source2"] if high else ["read"]))
     ref.append(RefTurn(calls=[RefCall(tool="submit_decision", args={
         "decision": family.decision, "record_id": s, "evidence": evidence})]))
