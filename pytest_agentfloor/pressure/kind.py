@@ -8,6 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dataclasses import dataclass, field
+
+from ..grading import Grade
 from ..kinds import Entry, EpisodeKind
 from ..suite.loader import CaseError, _loc
 from .compiler import LANES, cell_name, cells, compile_cell
@@ -25,6 +28,20 @@ MARKERS: dict[str, str] = {
     "fixed": "pressure menu lane: the full menu throughout",
     "routed": "pressure menu lane: narrowed to the operational tools after the first operational call (oracle-assisted)",
 }
+
+
+@dataclass(frozen=True)
+class PressureGrade(Grade):
+    """The episode's grade plus the cell's facets the pressure statistics read."""
+
+    facets: dict[str, Any] = field(default_factory=dict)
+
+
+def cell_facets(case: Any, traj: Any) -> dict[str, Any]:
+    out = case.facets() or {}
+    out["exposures"] = sum(t.menu_size or 0 for t in traj.turns)  # schemas shown, summed over requests
+    out["distractor_calls"] = sum(1 for c in traj.calls if c.distractor)
+    return out
 
 
 def cell_markers(variant: str, instance: str) -> tuple[str, ...]:
@@ -62,3 +79,8 @@ class PressureKind(EpisodeKind):
             out.append(Entry(fam.id, content_hash, specs, ("pressure", doc.intent, fam.id), _resolve,
                              spec_markers=cell_markers))
         return out
+
+    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any:
+        g = super().grade(case, trajectory, hook)
+        return PressureGrade(g.passed, g.verdicts, g.first_unmet, g.failure_mode, g.terminal_flag,
+                             cell_facets(case, trajectory))

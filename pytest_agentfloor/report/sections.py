@@ -43,6 +43,16 @@ def _builtin() -> None:
                                                        weights=options.get("callsite_weights")),
                                        tables.tables, tables.scatter_svg, tables.TERMINAL_OPTIONAL,
                                        frozenset({"callsite_groups"})))
+    if "pressure" not in SECTIONS:
+        from ..pressure import tables as ptables
+        from ..stats import pressure as pstats
+
+        register_section(ReportSection("pressure", "Controlled pressures",
+                                       lambda recs, meta, reference, alpha: pstats.summarise(recs),
+                                       ptables.tables, ptables.failure_svg,
+                                       {"pressure_contrasts_routed": ("95% CI models", "sign-flip p"),
+                                        "pressure_contrasts_fixed": ("95% CI models", "sign-flip p")},
+                                       frozenset({"pressure_failures"})))
 
 
 def compute_sections(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None, *,
@@ -66,7 +76,7 @@ def section_tables(sections: Mapping[str, Any]) -> list[tuple[ReportSection, lis
 
 def is_ladder(record: Mapping[str, Any]) -> bool:
     """Records the ladder's statistics read (call-site and other kinds report in their sections)."""
-    return record.get("kind") in (None, "episode")
+    return record.get("kind") in (None, "episode")  # pressure cells report in their own section
 
 
 def section_markdown(sections: Mapping[str, Any]) -> str:
