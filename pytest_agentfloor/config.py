@@ -22,6 +22,7 @@ ProviderName = Literal["scripted", "openai", "ollama", "local", "replay"]
 
 SCRIPTED_POLICIES: tuple[str, ...] = (
     "oracle",
+    "menu_shy",
     "hallucinate",
     "malformed",
     "exhaust",

@@ -66,9 +66,8 @@ class PressureKind(EpisodeKind):
             if fam.id in seen:
                 raise CaseError(path, [f"families: id {fam.id!r} appears twice"])
             seen.add(fam.id)
-            cache: dict[tuple[str, str], Any] = {}
-
-            def _resolve(variant: str, instance: str, fam: Any = fam) -> Any:
+            def _resolve(variant: str, instance: str, fam: Any = fam,
+                         cache: dict[tuple[str, str], Any] = {}) -> Any:  # noqa: B006 - one cache per family
                 key = (variant, instance)
                 if key not in cache:
                     v, w, d = variant.split("-")

@@ -155,7 +155,17 @@ POLICIES: dict[str, Policy] = {
     # call-site degenerate policies (providers answer call-site cases from callsite.policies);
     # on a ladder case the over-actuator does the work and the refuser declines at once
     "over_actuate": oracle, "always_refuse": always_refuse,
+    # pressure: the oracle, except that a large menu (more than 32 schemas) exhausts the completion cap
+    # on most cases (those whose id hashes to a nonzero residue mod 4) before any call
+    "menu_shy": oracle,
 }
+MENU_SHY_LIMIT = 32
+
+
+def menu_shy_fails(case: "ResolvedCase", n_tools: int) -> bool:
+    import hashlib
+
+    return n_tools > MENU_SHY_LIMIT and int(hashlib.sha256(case.id.encode()).hexdigest()[:2], 16) % 4 != 0
 
 
 class ScriptedProvider:
@@ -173,6 +183,9 @@ class ScriptedProvider:
 
             action: "list[Call] | str" = callsite_output(self.config.policy or "oracle", case)  # type: ignore[arg-type]
         else:
+            if self.config.policy == "menu_shy" and menu_shy_fails(case, len(tools)):
+                return Reply(content="", finish_reason="length", tokens_in=40 * len(tools),
+                             tokens_out=self.config.max_tokens)
             action = self._policy(case, t)
         tokens_in = sum(len(m.get("content") or "") for m in messages) // 4 + 40 * len(tools)
         if isinstance(action, str):

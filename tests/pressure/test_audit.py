@@ -22,6 +22,7 @@ def test_oracle_passes_every_cell_and_lane(entry: Any, protocol: str) -> None:
     assert len(entry.specs) == 48
     for v, i in entry.specs:
         case = entry.resolve(v, i)
+        assert (case.id, case.variant, case.instance) == (entry.id, v, i)  # each family resolves its own cells
         traj, g = play(case, protocol=protocol)
         assert g.passed, (v, i, g.first_unmet and g.first_unmet.describe())
         assert len(traj.calls) == case.call_limit - 2

@@ -1,0 +1,150 @@
+"""Pressure statistics against hand-worked values on constructed records (and scipy where it applies)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from pytest_agentfloor.stats.pressure import (
+    CONTRASTS, ENDPOINTS, cluster_bootstrap, contrast_weights, contrasts, failure_records, lanes, sign_flip_p,
+    truncation,
+)
+
+ALL_CELLS = [(v, w, d) for v in (8, 32, 128) for w in ("low", "high") for d in ("raw", "compact", "typed", "linked")]
+
+
+def rec(model: str, family: str, intent: str, cell: tuple[int, str, str], passed: bool, *, lane: str = "fixed",
+        truncated: bool = False, run: int = 0, tokens: int = 100, exposures: int = 10) -> dict:
+    v, w, d = cell
+    return {"kind": "pressure", "model": model, "task": family, "run": run, "passed": passed,
+            "terminal_flag": None if passed else ("truncation" if truncated else "wrong_conclusion"),
+            "first_unmet": None if passed else "S", "termination": "truncated" if truncated else "submitted",
+            "calls": 0 if truncated else 3, "tokens_in": tokens, "tokens_out": 0,
+            "facets": {"family": family, "intent": intent, "V": v, "W": w, "D": d, "lane": lane,
+                       "cell": f"V{v}-{w}-{d}", "exposures": exposures}}
+
+
+def test_contrast_weights_are_seed_002_appendix_d() -> None:
+    v = contrast_weights("V")
+    assert v[(128, "low", "raw")] == 0.25 and v[(8, "high", "linked")] == -0.25
+    vxw = contrast_weights("VxW")
+    assert vxw[(128, "high", "raw")] == 0.5 and vxw[(128, "low", "raw")] == -0.5 and vxw[(8, "low", "linked")] == 0.5
+    assert contrast_weights("compact") == {(8, "low", "compact"): 1.0, (8, "low", "raw"): -1.0}
+    for name in CONTRASTS:
+        assert sum(contrast_weights(name).values()) == 0
+
+
+def test_contrasts_on_one_hand_worked_unit() -> None:
+    # success 1 everywhere except (128, high, linked) and (8, low, compact)
+    fails = {(128, "high", "linked"), (8, "low", "compact")}
+    recs = [rec("m", "f", "email", c, c not in fails) for c in ALL_CELLS]
+    got = {r["contrast"]: r["pp"] for r in contrasts(recs, "fixed", n_boot=200)}
+    # V: the four paired differences 128 - 8 are 0, 0, 0, -1 -> -25 pp; likewise W and linked
+    assert got["V"] == got["W"] == got["linked"] == -25.0
+    # each interaction: the DiD is -1 at D=linked (resp. W=high / V=128) and 0 at the other level -> -50 pp
+    assert got["VxW"] == got["VxD"] == got["WxD"] == -50.0
+    assert got["compact"] == -100.0 and got["typed"] == 0.0
+
+
+def test_bootstrap_interval_matches_scipy_when_each_cluster_holds_one_unit() -> None:
+    values = np.array([-100.0, -75.0, -50.0, -50.0, -25.0, 0.0, 0.0, 25.0, -100.0, -50.0, 0.0, -25.0])
+    est, lo, hi, p = cluster_bootstrap(values, [f"c{i}" for i in range(len(values))], n_boot=10_000)
+    ref = sps.bootstrap((values,), np.mean, n_resamples=10_000, method="percentile", confidence_level=0.95,
+                        random_state=np.random.default_rng(7)).confidence_interval
+    assert est == pytest.approx(values.mean())
+    assert lo == pytest.approx(ref.low, abs=3.0) and hi == pytest.approx(ref.high, abs=3.0)
+    assert p < 0.01
+
+
+def test_cluster_bootstrap_resamples_whole_clusters() -> None:
+    # two clusters whose units agree inside: any replicate is one of three values
+    values = np.array([-40.0, -40.0, -40.0, 20.0])
+    est, lo, hi, p = cluster_bootstrap(values, ["a", "a", "a", "b"], n_boot=2_000)
+    assert est == pytest.approx(-25.0)
+    # a replicate draws cluster a k times of 2: (k*(-120) + (2-k)*20) / (3k + 2-k), k = 0, 1, 2
+    assert lo == -40.0 and hi == 20.0 and p < 1
+
+
+def test_degenerate_contrast_has_the_floor_p_value() -> None:
+    est, lo, hi, p = cluster_bootstrap(np.full(6, -100.0), list("abcdef"), n_boot=10_000)
+    assert (est, lo, hi, p) == (-100.0, -100.0, -100.0, 1e-4)
+
+
+def test_sign_flip_by_hand() -> None:
+    # intent means 10, 20, 30, -5: observed sum 55; of the 16 flips, |sum| >= 55 for +-65 and +-55 -> 4/16
+    assert sign_flip_p([10, 20, 30, -5]) == 0.25
+    assert sign_flip_p([1, 1, 1, 1]) == 2 / 16
+    assert sign_flip_p([0, 0]) == 1.0
+    # against a brute-force count written independently
+    x = [3.0, -1.0, 4.0, 1.0, -5.0, 9.0]
+    n = sum(abs(sum(s * v for s, v in zip(signs, x))) >= abs(sum(x)) - 1e-12
+            for signs in itertools.product((1, -1), repeat=len(x)))
+    assert sign_flip_p(x) == n / 64
+
+
+def test_holm_over_the_eight_and_clusters_reported() -> None:
+    recs = []
+    for i, intent in enumerate(["accounting", "email", "files", "calendar"]):
+        for j in range(3):
+            fam = f"{intent}-{j}"
+            for c in ALL_CELLS:
+                recs.append(rec("m", fam, intent, c, not (c[0] == 128 and (i + j) % 3 != 0)))
+    rows = {r["contrast"]: r for r in contrasts(recs, "fixed", n_boot=2_000)}
+    v = rows["V"]
+    assert v["units"] == 12 and v["family_clusters"] == 12 and v["intent_clusters"] == 4 and v["model_clusters"] == 1
+    ps = [rows[c]["family_p"] for c in CONTRASTS]
+    order = np.argsort(ps, kind="stable")
+    expect = np.maximum.accumulate(np.minimum(1, (8 - np.arange(8)) * np.array(ps)[order]))
+    got = np.array([rows[c]["family_p_holm"] for c in CONTRASTS])[order]
+    assert np.allclose(got, expect)
+    # one configuration: the model bootstrap cannot vary
+    assert v["model_lo"] == v["model_hi"] == v["pp"]
+
+
+def test_truncation_decomposition_and_bounds_by_hand() -> None:
+    # five matched pairs (V=8, V=128) as (success, truncated):
+    pairs = [((1, 0), (0, 1)),  # lost, V=128 truncated
+             ((1, 0), (0, 0)),  # lost, not truncated
+             ((0, 0), (1, 0)),  # gained
+             ((1, 0), (1, 0)),  # both pass
+             ((0, 1), (0, 0))]  # V=8 truncated failure
+    recs = []
+    for n, (lo, hi) in enumerate(pairs):
+        recs.append(rec("m", f"f{n}", "email", (8, "low", "raw"), bool(lo[0]), truncated=bool(lo[1])))
+        recs.append(rec("m", f"f{n}", "email", (128, "low", "raw"), bool(hi[0]), truncated=bool(hi[1])))
+    t = truncation(recs, "fixed")
+    assert t["pairs"] == 5 and t["effect_pp"] == pytest.approx(-20.0)
+    assert (t["lost"], t["gained"], t["lost_truncated_at_V128"]) == (2, 1, 1)
+    assert t["pp_lost"] == pytest.approx(40.0) and t["pp_lost_in_truncated"] == pytest.approx(20.0)
+    assert t["neither_truncated"] == 3 and t["effect_neither_truncated_pp"] == pytest.approx(0.0)
+    # lower: truncated at 128 stays failed, truncated at 8 would have passed: (-1 -1 +1 +0 -1)/5
+    # upper: truncated at 128 would have passed, truncated at 8 stays failed: (0 -1 +1 +0 +0)/5
+    assert t["bounds_pp"] == [pytest.approx(-40.0), pytest.approx(0.0)]
+    assert t["per_V"][8]["share"] == t["per_V"][128]["share"] == 0.2
+    assert t["per_V"][128]["before_first_call"] == 1
+
+
+def test_routed_versus_fixed_by_hand() -> None:
+    recs = []
+    for n in range(4):
+        cell = (128, "low", "raw")
+        recs.append(rec("m", f"f{n}", "email", cell, n < 1, lane="fixed", tokens=5000, exposures=128 * 4))
+        recs.append(rec("m", f"f{n}", "email", cell, n < 3, lane="routed", tokens=2000, exposures=128 + 4 * 3))
+    out = lanes(recs, n_boot=1000)
+    assert out["pairs"] == 4 and out["routed_minus_fixed_pp"] == pytest.approx(50.0)
+    assert out["fixed_extra_tokens"] == 3000 and out["fixed_extra_exposures"] == pytest.approx(512 - 140)
+
+
+def test_failure_records_per_level() -> None:
+    recs = [rec("m", "f", "email", (128, "low", "raw"), False, truncated=True),
+            rec("m", "f", "email", (128, "high", "raw"), False),
+            rec("m", "f", "email", (8, "low", "raw"), True)]
+    rows = failure_records(recs)
+    v128 = [r for r in rows if r["axis"] == "V" and r["level"] == "V128"]
+    assert {(r["obligation"], r["flag"], r["failures"], r["episodes"]) for r in v128} == {
+        ("S", "truncation", 1, 2), ("S", "wrong_conclusion", 1, 2)}
+    assert not [r for r in rows if r["level"] == "V8"]
+    assert {r["level"] for r in rows if r["axis"] == "D"} == {"raw"}
