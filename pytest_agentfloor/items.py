@@ -105,7 +105,8 @@ class CaseFile(pytest.File):
                             self, name=item_name(entry.id, v, i, r, model.name),
                             nodeid=item_nodeid(self.nodeid, entry.id, v, i, r, model.name),
                             entry=entry, variant=v, instance=i, run=r, model=model)
-                        item.resume_key = resume_key(model.name, entry.id, v, i, r, entry.content_hash,
+                        tag = settings.pressure_tag if self.kind.name == "episode" else ""
+                        item.resume_key = resume_key(model.name, entry.id, v, i, r, entry.content_hash + tag,
                                                      fingerprint)
                         yield item
 
@@ -144,7 +145,14 @@ class CaseItem(pytest.Item):
 
     @property
     def resolved_case(self) -> Any:
-        return self.entry.resolve(self.variant, self.instance)
+        case = self.entry.resolve(self.variant, self.instance)
+        settings = self.config.stash[settings_key]
+        if settings.pressure_tag and self.kind.name == "episode":  # --menu / --encoding on a ladder case
+            from .pressure.compiler import apply_pressure
+
+            case = apply_pressure(case, size=settings.menu, encoding=settings.encoding or "raw")
+            case = case.model_copy(update={"content_hash": case.content_hash + settings.pressure_tag})
+        return case
 
     @property
     def kind(self) -> CaseKind:

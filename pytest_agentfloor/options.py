@@ -101,6 +101,16 @@ class Settings:
     judge: ModelConfig | None = None
     judge_cache: str = "readwrite"
     judge_client: Any = None
+    #: pressures applied to every ladder case (--menu, --encoding); None = the case's own
+    menu: int | None = None
+    encoding: str | None = None
+
+    @property
+    def pressure_tag(self) -> str:
+        """Appended to a pressured ladder case's content hash, so --resume never mixes cells."""
+        if self.menu is None and self.encoding is None:
+            return ""
+        return f"+V{self.menu if self.menu is not None else 'own'}.{self.encoding or 'raw'}"
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
@@ -266,6 +276,12 @@ def add_options(parser: pytest.Parser) -> None:
     add("--protocol", "agentfloor_protocol",
         f"episode rules: {'|'.join(PROTOCOLS)} (agentfloor = seed 000, tbb = seed 002's frozen contract)",
         default=DEFAULT_PROTOCOL, metavar="NAME")
+    add("--menu", "agentfloor_menu",
+        "show ladder cases a menu of N tool schemas: their tools among seeded distractors (seed 002's V); "
+        "empty = each case's own tools", default="", metavar="N")
+    add("--encoding", "agentfloor_encoding",
+        "deliver returned records to ladder cases as raw|compact|typed|linked (seed 002's D); empty = raw",
+        default="", metavar="E")
     add("--step-budget-scale", "agentfloor_step_budget_scale",
         "multiply every tier step budget (the paper's step-budget x2 ablation: 2)", default="1", metavar="X")
     add("--token-budget", "agentfloor_token_budget",
@@ -550,6 +566,8 @@ def read_settings(config: pytest.Config) -> Settings:
         judge_cache=judge_cache,
         shard=_shard(config),
         concurrency=_int_opt(config, "agentfloor_concurrency", "--agentfloor-concurrency", 1, MAX_CONCURRENCY),
+        menu=_menu(config),
+        encoding=_encoding(config),
     )
 
 
@@ -579,6 +597,28 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
         return parse_shard(str(_opt(config, "agentfloor_shard") or ""))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+def _menu(config: pytest.Config) -> int | None:
+    from .pressure.catalogue import DISTRACTOR_NAMES
+
+    raw = str(_opt(config, "agentfloor_menu") or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= len(DISTRACTOR_NAMES):
+        raise pytest.UsageError(f"--menu: expected a number of tool schemas from 1 to {len(DISTRACTOR_NAMES)} "
+                                f"(seed 002 uses 8, 32, 128), got {raw!r}")
+    return int(raw)
+
+
+def _encoding(config: pytest.Config) -> str | None:
+    from .pressure.encoding import ENCODINGS
+
+    raw = str(_opt(config, "agentfloor_encoding") or "").strip()
+    if not raw:
+        return None
+    if raw not in ENCODINGS:
+        raise pytest.UsageError(f"--encoding: expected one of {', '.join(ENCODINGS)}, got {raw!r}")
+    return raw
 
 
 def _protocol(config: pytest.Config) -> Protocol:
