@@ -7,9 +7,10 @@ from typing import Any
 
 from ..report.files import DASH, TextTable, ci_pp, pct, pval, signed
 
-LABEL = {"V": "V: menu 128 - 8", "W": "W: workflow high - low", "linked": "D: linked - raw",
-         "VxW": "V x W", "VxD": "V x D (linked)", "WxD": "W x D (linked)",
-         "compact": "compact - raw (V8, low)", "typed": "typed - raw (V8, low)"}
+LABEL = {"V": "V 128-8", "W": "W high-low", "linked": "linked-raw", "VxW": "V x W", "VxD": "V x linked",
+         "WxD": "W x linked", "compact": "compact-raw", "typed": "typed-raw"}
+#: columns the terminal drops first when narrow (report files show all)
+OPTIONAL = ("CI models", "p models", "CI intents", "p intents", "units", "flip p")
 FLAGS = ("truncation", "budget", "turn_limit", "infeasible", "wrong_conclusion", "other", "-")
 COLOURS = {"truncation": "#c0392b", "budget": "#e67e22", "turn_limit": "#f1c40f", "infeasible": "#8e44ad",
            "wrong_conclusion": "#2980b9", "other": "#7f8c8d", "-": "#bdc3c7"}
@@ -18,8 +19,8 @@ COLOURS = {"truncation": "#c0392b", "budget": "#e67e22", "turn_limit": "#f1c40f"
 def contrast_table(s: dict[str, Any], lane: str) -> TextTable:
     rows = s["contrasts"][lane]
     t = TextTable(f"pressure_contrasts_{lane}", f"Pressures: eight paired contrasts ({lane} lane)",
-                  ["contrast", "units", "pp", "95% CI families", "p Holm", "95% CI intents", "p Holm",
-                   "95% CI models", "p Holm", "sign-flip p", "p Holm"], "lrrrrrrrrrr")
+                  ["contrast", "units", "pp", "CI families", "p families", "CI intents", "p intents",
+                   "CI models", "p models", "flip p", "flip p Holm"], "lrrrrrrrrrr")
     for r in rows:
         if not r.get("units"):
             t.add([LABEL[r["contrast"]], "0"] + [DASH] * 9)
@@ -29,6 +30,8 @@ def contrast_table(s: dict[str, Any], lane: str) -> TextTable:
             cells += [ci_pp(r[f"{c}_lo"], r[f"{c}_hi"]), pval(r.get(f"{c}_p_holm"))]
         cells += [pval(r.get("signflip_p")), pval(r.get("signflip_p_holm"))]
         t.add(cells)
+    t.notes.append("Contrasts: V 128-8, W high-low and linked-raw are main effects; 'x' rows their interactions; "
+                   "compact-raw and typed-raw are taken at (V8, low). p columns are Holm-adjusted over the eight.")
     t.notes.append("A unit is one (model, family); its success in a cell is the mean over runs. Main effects "
                    "average four paired differences at the endpoint cells {8,128} x {low,high} x {raw,linked}, "
                    "interactions two differences-in-differences. Intervals: 95% percentile cluster bootstrap, "
@@ -66,12 +69,13 @@ def lanes_table(s: dict[str, Any]) -> TextTable | None:
     if not lanes:
         return None
     t = TextTable("pressure_lanes", "Pressures: routed (oracle-assisted) versus fixed menu lane",
-                  ["pairs", "routed - fixed pp", "95% CI families", "p", "fixed: extra tokens/episode",
-                   "fixed: extra schema exposures/episode"], "rrrrrr")
+                  ["pairs", "routed-fixed pp", "95% CI", "p", "extra tokens", "extra schemas"], "rrrrrr")
     exp = lanes["fixed_extra_exposures"]
     t.add([str(lanes["pairs"]), signed(lanes["routed_minus_fixed_pp"]), ci_pp(lanes["lo"], lanes["hi"]),
            pval(lanes["p"]), f"{lanes['fixed_extra_tokens']:,.0f}", DASH if exp is None else f"{exp:.1f}"])
-    t.notes.append("The routed lane narrows the menu to the operational tools after the first executed operational "
+    t.notes.append("95% CI: family-cluster bootstrap. Extra tokens and extra schemas: what the fixed lane costs "
+                   "per episode beyond the routed lane (tokens reported; schemas shown, summed over requests). "
+                   "The routed lane narrows the menu to the operational tools after the first executed operational "
                    "call; it uses the ground truth, so it is a reference, not a repair a deployment could run.")
     return t
 

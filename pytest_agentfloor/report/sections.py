@@ -50,8 +50,8 @@ def _builtin() -> None:
         register_section(ReportSection("pressure", "Controlled pressures",
                                        lambda recs, meta, reference, alpha: pstats.summarise(recs),
                                        ptables.tables, ptables.failure_svg,
-                                       {"pressure_contrasts_routed": ("95% CI models", "sign-flip p"),
-                                        "pressure_contrasts_fixed": ("95% CI models", "sign-flip p")},
+                                       {"pressure_contrasts_routed": ptables.OPTIONAL,
+                                        "pressure_contrasts_fixed": ptables.OPTIONAL},
                                        frozenset({"pressure_failures"})))
 
 
