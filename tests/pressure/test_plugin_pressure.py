@@ -87,3 +87,15 @@ def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: 
     assert out.ret == 0, out.stderr.str()
     offline = json.loads((bench.path / "offline" / "summary.json").read_text())
     assert offline["pressure"] == summary["pressure"]
+
+
+def test_xdist_gives_the_same_pressure_section(bench: pytest.Pytester) -> None:
+    args = ["cases/pressure", "--model", "oracle", "--model", "shy", "--protocol", "tbb",
+            "-m", "overdue-invoice or phishing-report or retention-delete", "-p", "no:randomly"]
+    bench.runpytest(*args, "-n", "0")
+    serial = json.loads((bench.path / "reports" / "summary.json").read_text())["pressure"]
+    shutil.rmtree(bench.path / "reports")
+    result = bench.runpytest_subprocess(*args, "-n", "2")
+    assert result.ret == 1  # shy fails its large-menu cells
+    parallel = json.loads((bench.path / "reports" / "summary.json").read_text())["pressure"]
+    assert parallel == serial and serial["episodes"] == 2 * 3 * 48
