@@ -32,7 +32,8 @@ from .trajectory import Trajectory
 
 
 def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[Any, Any]]:
-    """task id -> (kind, entry, file) over every case file under `cases_dir` (ladder cases and call-site tables)."""
+    """task id -> (kind, entry, file) over every case file under `cases_dir` (ladder cases, call-site tables
+    and pressure families)."""
     index: dict[str, tuple[Any, Any]] = {}
     for path in sorted(cases_dir.rglob("*.toml")):
         if not is_case_file(path):
@@ -167,6 +168,13 @@ def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes:
         problems.append(f"{rec['nodeid']}: {rec['variant']}-{rec['instance']} no longer exists in {task}")
         return rec
     resolved = entry.resolve(rec["variant"], rec["instance"])
+    digest = entry.content_hash
+    facets = rec.get("facets") if isinstance(rec.get("facets"), dict) else {}
+    if kind.name == "episode" and (facets.get("V") is not None or facets.get("D") not in (None, "raw")):
+        from .pressure.compiler import apply_pressure  # a ladder case run under --menu / --encoding
+
+        resolved = apply_pressure(resolved, size=facets.get("V"), encoding=facets.get("D") or "raw")
+        digest += f"+V{facets.get('V') if facets.get('V') is not None else 'own'}.{facets.get('D') or 'raw'}"
     traj = Trajectory.model_validate(rec["trajectory"])
     assessment = assess(resolved, traj, judge)
     if assessment.error is not None:  # no verdict, no new grade: the stored one stands
@@ -184,7 +192,7 @@ def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes:
         failure_mode=g.failure_mode,
         terminal_flag=g.terminal_flag,
         obligations={v.code: v.ok for v in g.verdicts},
-        case_hash=entry.content_hash,
+        case_hash=digest,
     )
     if getattr(g, "facets", None) is not None:
         new["facets"] = g.facets

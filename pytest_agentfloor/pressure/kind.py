@@ -79,7 +79,8 @@ class PressureKind(EpisodeKind):
                              spec_markers=cell_markers))
         return out
 
-    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any:
-        g = super().grade(case, trajectory, hook)
-        return PressureGrade(g.passed, g.verdicts, g.first_unmet, g.failure_mode, g.terminal_flag,
-                             cell_facets(case, trajectory))
+    def grade(self, case: Any, trajectory: Any, hook: Any, judgments: Any = None) -> Any:
+        from dataclasses import fields
+
+        g = super().grade(case, trajectory, hook, judgments)
+        return PressureGrade(**{f.name: getattr(g, f.name) for f in fields(g)}, facets=cell_facets(case, trajectory))

@@ -87,6 +87,11 @@ def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: 
     assert out.ret == 0, out.stderr.str()
     offline = json.loads((bench.path / "offline" / "summary.json").read_text())
     assert offline["pressure"] == summary["pressure"]
+    # re-grading the stored trajectories against the current compilation changes nothing
+    out = bench.run("python", "-m", "pytest_agentfloor", "regrade", str(bench.path / "reports" / "runs.jsonl"),
+                    "--cases", str(bench.path / "cases"))
+    assert out.ret == 0 and f"re-graded {len(recs)} record(s): 0 outcome(s) changed" in out.stdout.str()
+    assert "regrade:" not in out.stderr.str()
 
 
 def test_xdist_gives_the_same_pressure_section(bench: pytest.Pytester) -> None:
