@@ -60,6 +60,10 @@ def truncation_table(s: dict[str, Any]) -> TextTable | None:
                 f"V=128 carry {tr['pp_lost_in_truncated']:.1f} of {tr['pp_lost']:.1f} pp lost; neither truncated: "
                 f"{tr['neither_truncated']} pairs, effect {signed(tr['effect_neither_truncated_pp'])} pp; "
                 f"worst-case bounds [{signed(lo)}, {signed(hi)}] pp.")
+        arms = tr.get("truncated_by_arm") or {}
+        if arms:
+            notes.append(f"{lane}: truncated failures per arm at the endpoint cells: " + "; ".join(
+                f"{axis} " + " vs ".join(f"{lv}: {n}" for lv, n in levels.items()) for axis, levels in arms.items()))
     t.notes.extend(notes)
     return t if t.rows else None
 

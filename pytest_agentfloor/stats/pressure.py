@@ -170,7 +170,13 @@ def truncation(records: Iterable[Mapping[str, Any]], lane: str) -> dict[str, Any
         if int(f["V"]) in (V_LO, V_HI) and f["D"] in ("raw", "linked"):
             arm[(r["model"], f["family"], f["W"], f["D"], r.get("run", 0))][int(f["V"])] = (_success(r), _truncated(r))
     pairs = [(a[V_LO], a[V_HI]) for a in arm.values() if V_LO in a and V_HI in a]
-    out: dict[str, Any] = {"lane": lane, "per_V": share, "pairs": len(pairs)}
+    # truncated failures in each arm of the three main effects, over the endpoint cells
+    ends = [r for r in recs if (int(r["facets"]["V"]), r["facets"]["W"], r["facets"]["D"]) in ENDPOINTS]
+    arms = {axis: {str(level): sum(1 for r in ends if str(r["facets"][key]) == str(level) and _truncated(r))
+                   for level in levels}
+            for axis, key, levels in (("V", "V", (V_LO, V_HI)), ("W", "W", ("low", "high")),
+                                      ("linked", "D", ("raw", "linked")))}
+    out: dict[str, Any] = {"lane": lane, "per_V": share, "pairs": len(pairs), "truncated_by_arm": arms}
     if not pairs:
         return out
     n = len(pairs)

@@ -125,6 +125,8 @@ def test_truncation_decomposition_and_bounds_by_hand() -> None:
     assert t["bounds_pp"] == [pytest.approx(-40.0), pytest.approx(0.0)]
     assert t["per_V"][8]["share"] == t["per_V"][128]["share"] == 0.2
     assert t["per_V"][128]["before_first_call"] == 1
+    assert t["truncated_by_arm"] == {"V": {"8": 1, "128": 1}, "W": {"low": 2, "high": 0},
+                                     "linked": {"raw": 2, "linked": 0}}
 
 
 def test_routed_versus_fixed_by_hand() -> None:
