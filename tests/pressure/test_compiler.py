@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_agentfloor.pressure.compiler import OPERATIONAL, apply_pressure, base_case, cells, compile_cell
+from pytest_agentfloor.pressure.compiler import OPERATIONAL, apply_pressure, cells, compile_cell
 from pytest_agentfloor.pressure.encoding import ENCODINGS, decode, deliver
 from pytest_agentfloor.pressure.family import INTENTS
 from pytest_agentfloor.pressure.menu import MENU_SIZES, draw

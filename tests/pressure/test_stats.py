@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from pytest_agentfloor.stats.pressure import (
-    CONTRASTS, ENDPOINTS, cluster_bootstrap, contrast_weights, contrasts, failure_records, lanes, sign_flip_p,
+    CONTRASTS, cluster_bootstrap, contrast_weights, contrasts, failure_records, lanes, sign_flip_p,
     truncation,
 )
 
