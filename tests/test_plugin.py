@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "cases"
 
 
-def n_items(variants: bool = True, callsite: bool = True) -> int:
-    """Items of one model over `cases/`: the ladder's, plus one per call-site case."""
+def n_items(variants: bool = True, callsite: bool = True, pressure: bool = True) -> int:
+    """Items of one model over `cases/`: the ladder's, plus one per call-site case and pressure cell."""
     total = 0
     for path in iter_case_files(CASES):
         case, _ = load_case(path)
@@ -25,6 +25,10 @@ def n_items(variants: bool = True, callsite: bool = True) -> int:
         from pytest_agentfloor.kinds import load_file
 
         total += sum(len(load_file(p)[1]) for p in sorted((CASES / "callsite").glob("*.toml")))
+    if pressure:
+        from pytest_agentfloor.kinds import load_file
+
+        total += sum(len(e.specs) for p in sorted((CASES / "pressure").glob("*.toml")) for e in load_file(p)[1])
     return total
 
 
@@ -48,6 +52,7 @@ def test_oracle_passes_every_case(bench: pytest.Pytester) -> None:
     assert len(recs) == n_items() and all(r["passed"] for r in recs)
     assert {r["tier"] for r in recs if r["kind"] == "episode"} == {"A0", "A", "B", "C", "D", "E"}
     assert {r["tier"] for r in recs if r["kind"] == "callsite"} == {"callsite"}
+    assert {r["tier"] for r in recs if r["kind"] == "pressure"} == {"P"}
     result.stdout.fnmatch_lines(["*AgentFloor: Call sites: accuracy per site and model*"])
 
 
