@@ -48,7 +48,7 @@ def _builtin() -> None:
         from ..stats import pressure as pstats
 
         register_section(ReportSection("pressure", "Controlled pressures",
-                                       lambda recs, meta, reference, alpha: pstats.summarise(recs),
+                                       lambda recs, meta, reference, alpha, options: pstats.summarise(recs),
                                        ptables.tables, ptables.failure_svg,
                                        {"pressure_contrasts_routed": ptables.OPTIONAL,
                                         "pressure_contrasts_fixed": ptables.OPTIONAL},
