@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,7 @@ def test_ids_and_markers_carry_family_intent_and_cell(bench: pytest.Pytester) ->
     assert len([line for line in result.stdout.lines if "::" in line]) == 12 * 48
 
 
+@pytest.mark.slow
 def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: pytest.Pytester) -> None:
     """A scripted policy that fails only under large menus: V is negative and significant, the
     other seven contrasts are zero and not significant; the report shows the section."""
@@ -82,18 +84,19 @@ def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: 
     assert "# Controlled pressures" in md and "V 128-8" in md
     assert 'id="pressure"' in html and "<svg" in html.split('id="pressure"')[1]
     # the offline report command rebuilds the same section from runs.jsonl
-    out = bench.run("python", "-m", "pytest_agentfloor", "report", str(bench.path / "reports" / "runs.jsonl"),
+    out = bench.run(sys.executable, "-m", "pytest_agentfloor", "report", str(bench.path / "reports" / "runs.jsonl"),
                     "--out", str(bench.path / "offline"))
     assert out.ret == 0, out.stderr.str()
     offline = json.loads((bench.path / "offline" / "summary.json").read_text())
     assert offline["pressure"] == summary["pressure"]
     # re-grading the stored trajectories against the current compilation changes nothing
-    out = bench.run("python", "-m", "pytest_agentfloor", "regrade", str(bench.path / "reports" / "runs.jsonl"),
+    out = bench.run(sys.executable, "-m", "pytest_agentfloor", "regrade", str(bench.path / "reports" / "runs.jsonl"),
                     "--cases", str(bench.path / "cases"))
     assert out.ret == 0 and f"re-graded {len(recs)} record(s): 0 outcome(s) changed" in out.stdout.str()
     assert "regrade:" not in out.stderr.str()
 
 
+@pytest.mark.slow
 def test_xdist_gives_the_same_pressure_section(bench: pytest.Pytester) -> None:
     args = ["cases/pressure", "--model", "oracle", "--model", "shy", "--protocol", "tbb",
             "-m", "overdue-invoice or phishing-report or retention-delete", "-p", "no:randomly"]

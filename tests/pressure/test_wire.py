@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,7 @@ def test_menu_and_encoding_options_apply_to_ladder_cases(pytester: pytest.Pytest
     rec = json.loads((pytester.path / "reports" / "runs.jsonl").read_text().splitlines()[0])
     assert rec["kind"] == "episode" and rec["facets"]["V"] == 32 and rec["facets"]["D"] == "typed"
     assert rec["case_hash"].endswith("+V32.typed")
-    out = pytester.run("python", "-m", "pytest_agentfloor", "regrade", str(pytester.path / "reports" / "runs.jsonl"),
+    out = pytester.run(sys.executable, "-m", "pytest_agentfloor", "regrade", str(pytester.path / "reports" / "runs.jsonl"),
                        "--cases", str(pytester.path / "cases"))
     assert "re-graded 1 record(s): 0 outcome(s) changed" in out.stdout.str() and "regrade:" not in out.stderr.str()
 
