@@ -605,7 +605,7 @@ def _menu(config: pytest.Config) -> int | None:
     if not raw:
         return None
     if not raw.isdigit() or not 1 <= int(raw) <= len(DISTRACTOR_NAMES):
-        raise pytest.UsageError(f"--menu: expected a number of tool schemas from 1 to {len(DISTRACTOR_NAMES)} "
+        raise pytest.UsageError(f"--agentfloor-menu: expected a number of tool schemas from 1 to {len(DISTRACTOR_NAMES)} "
                                 f"(seed 002 uses 8, 32, 128), got {raw!r}")
     return int(raw)
 
@@ -617,7 +617,7 @@ def _encoding(config: pytest.Config) -> str | None:
     if not raw:
         return None
     if raw not in ENCODINGS:
-        raise pytest.UsageError(f"--encoding: expected one of {', '.join(ENCODINGS)}, got {raw!r}")
+        raise pytest.UsageError(f"--agentfloor-encoding: expected one of {', '.join(ENCODINGS)}, got {raw!r}")
     return raw
 
 

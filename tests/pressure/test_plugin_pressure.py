@@ -49,7 +49,7 @@ def test_ids_and_markers_carry_family_intent_and_cell(bench: pytest.Pytester) ->
 def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: pytest.Pytester) -> None:
     """A scripted policy that fails only under large menus: V is negative and significant, the
     other seven contrasts are zero and not significant; the report shows the section."""
-    result = bench.runpytest("cases/pressure", "--model", "oracle", "--model", "shy", "--protocol", "tbb",
+    result = bench.runpytest("cases/pressure", "--model", "oracle", "--model", "shy", "--agentfloor-protocol", "tbb",
                              "-m", "fixed or routed", "-p", "no:randomly")
     recs = records(bench)
     assert len(recs) == 2 * 12 * 48
@@ -98,7 +98,7 @@ def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: 
 
 @pytest.mark.slow
 def test_xdist_gives_the_same_pressure_section(bench: pytest.Pytester) -> None:
-    args = ["cases/pressure", "--model", "oracle", "--model", "shy", "--protocol", "tbb",
+    args = ["cases/pressure", "--model", "oracle", "--model", "shy", "--agentfloor-protocol", "tbb",
             "-m", "overdue-invoice or phishing-report or retention-delete", "-p", "no:randomly"]
     bench.runpytest(*args, "-n", "0")
     serial = json.loads((bench.path / "reports" / "summary.json").read_text())["pressure"]

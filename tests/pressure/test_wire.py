@@ -62,7 +62,7 @@ def test_fixed_and_routed_lanes_on_the_wire(pytester: pytest.Pytester, provider:
         shutil.copytree(REPO / "cases" / "pressure", pytester.path / "cases" / "pressure")
         pytester.makefile(".toml", models=models(server, provider))
         result = pytester.runpytest("cases/pressure/accounting.toml", "--model", "wire", "--no-probe", "-p", "no:randomly",
-                                    "-m", "overdue-invoice and V128 and Whigh and compact", "--protocol", "tbb")
+                                    "-m", "overdue-invoice and V128 and Whigh and compact", "--agentfloor-protocol", "tbb")
         result.assert_outcomes(passed=2)
         fixed, routed = conversations(server)
     n_calls = sum(len(t.calls) for t in case.reference)
@@ -88,7 +88,7 @@ def test_menu_and_encoding_options_apply_to_ladder_cases(pytester: pytest.Pytest
         pytester.makefile(".toml", models=models(server, "openai"))
         pytester.makeini("[pytest]\nagentfloor_encoding = typed\n")
         result = pytester.runpytest("cases/tier_C/C1.toml", "--model", "wire", "--no-probe", "--variants", "v0",
-                                    "--instances", "i0", "--menu", "32")
+                                    "--instances", "i0", "--agentfloor-menu", "32")
         result.assert_outcomes(passed=1)
         bodies = [r.body for r in server.received if r.path.endswith("/chat/completions")]
     assert bodies and all(len(b["tools"]) == 32 for b in bodies)
@@ -104,9 +104,9 @@ def test_menu_and_encoding_options_apply_to_ladder_cases(pytester: pytest.Pytest
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--menu", "0"], "--menu: expected a number of tool schemas from 1 to"),
-    (["--menu", "many"], "--menu: expected a number"),
-    (["--encoding", "yaml"], "--encoding: expected one of raw, compact, typed, linked"),
+    (["--agentfloor-menu", "0"], "--agentfloor-menu: expected a number of tool schemas from 1 to"),
+    (["--agentfloor-menu", "many"], "--agentfloor-menu: expected a number"),
+    (["--agentfloor-encoding", "yaml"], "--agentfloor-encoding: expected one of raw, compact, typed, linked"),
 ])
 def test_bad_pressure_options_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
     shutil.copytree(REPO / "cases" / "tier_C", pytester.path / "cases" / "tier_C")
