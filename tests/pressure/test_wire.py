@@ -61,10 +61,15 @@ def test_fixed_and_routed_lanes_on_the_wire(pytester: pytest.Pytester, provider:
     with FakeModelServer(follower(case)) as server:
         shutil.copytree(REPO / "cases" / "pressure", pytester.path / "cases" / "pressure")
         pytester.makefile(".toml", models=models(server, provider))
-        result = pytester.runpytest("cases/pressure/accounting.toml", "--model", "wire", "--no-probe", "-p", "no:randomly",
-                                    "-m", "overdue-invoice and V128 and Whigh and compact", "--agentfloor-protocol", "tbb")
-        result.assert_outcomes(passed=2)
-        fixed, routed = conversations(server)
+        lanes = {}
+        for lane in ("fixed", "routed"):  # one lane per run: a run may play its episodes concurrently
+            server.received.clear()
+            result = pytester.runpytest("cases/pressure/accounting.toml", "--model", "wire", "--no-probe",
+                                        "-m", f"overdue-invoice and V128 and Whigh and compact and {lane}",
+                                        "--agentfloor-protocol", "tbb")
+            result.assert_outcomes(passed=1)
+            (lanes[lane],) = conversations(server)
+        fixed, routed = lanes["fixed"], lanes["routed"]
     n_calls = sum(len(t.calls) for t in case.reference)
     assert [len(b["tools"]) for b in fixed] == [128] * n_calls
     # routed: the full menu until the first executed operational call (the search), then the four tools
@@ -75,7 +80,8 @@ def test_fixed_and_routed_lanes_on_the_wire(pytester: pytest.Pytester, provider:
     tool_msgs = [m["content"] for m in fixed[-1]["messages"] if m["role"] == "tool"]
     assert tool_msgs and all(json.loads(c).get("keys") is not None for c in tool_msgs[:-1])
     assert all(", " not in c for c in tool_msgs)
-    recs = [json.loads(x) for x in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
+    recs = [json.loads(line) for f in (pytester.path / "reports" / "sessions").glob("*/runs.jsonl")
+            for line in f.read_text().splitlines()]
     by_lane = {r["instance"]: r for r in recs}
     assert by_lane["fixed"]["facets"]["exposures"] == 128 * n_calls
     assert by_lane["routed"]["facets"]["exposures"] == 128 + 4 * (n_calls - 1)
