@@ -268,6 +268,31 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     prefetch.finish(session.config)
 
 
+class _Crash:
+    def __init__(self, message: str):
+        self.message = message
+
+
+class Headline:
+    """An item's failure text whose first line pytest 8 also puts into the short summary.
+
+    pytest 9 reads a plain-string longrepr for ``FAILED node - headline``; pytest 8 only reads
+    ``longrepr.reprcrash.message``. Rendered, it is the text itself. (Under xdist a report travels
+    as its string, so pytest 8 controllers show the node id alone there.)
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.reprcrash = _Crash(text.split("\n", 1)[0])
+
+    def toterminal(self, tw: Any) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Put the records this phase made on its report: TestReport keeps extra attributes through xdist.
@@ -280,6 +305,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.agentfloor_measured = True  # type: ignore[attr-defined]
         if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
             report.longrepr = str(call.excinfo.value)
+        if isinstance(report.longrepr, str):
+            report.longrepr = Headline(report.longrepr)
     made = item.stash.get(records_key, None)
     if made:
         report.agentfloor_records = [compact(r) for r in made]  # type: ignore[attr-defined]
