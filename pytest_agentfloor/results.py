@@ -185,12 +185,15 @@ class RunLog:
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
-        self._checked_end = False
         # flock excludes other processes only; episode threads (--concurrency) share this fd
         self._thread_lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
+        self.append_line(line)
+
+    def append_line(self, line: bytes) -> None:
+        """Append one complete line (other JSONL stores, e.g. the judge cache, share this writer)."""
         with self._thread_lock:
             self._append(line)
 
@@ -200,12 +203,11 @@ class RunLog:
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
-            if not self._checked_end:
-                # a session killed mid-write leaves a torn last line: start a new line, never extend it
-                self._checked_end = True
-                size = os.fstat(self._fd).st_size
-                if size and os.pread(self._fd, 1, size - 1) != b"\n":
-                    line = b"\n" + line
+            # a writer killed mid-write (this session's earlier one, or another xdist worker) leaves a
+            # torn last line: start a new line, never extend it (one fstat and a 1-byte read per append)
+            size = os.fstat(self._fd).st_size
+            if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
             view = memoryview(line)
             while view:
                 view = view[os.write(self._fd, view):]
@@ -216,7 +218,6 @@ class RunLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-            self._checked_end = False
 
 
 #: bad lines named one by one before the reader only counts them

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
+
+from ..results import RunLog
 
 CACHE_FILE = "judge-cache.jsonl"
 #: --judge-cache values: whether cached verdicts are used, and whether new ones are stored
@@ -41,7 +42,7 @@ class JudgeCache:
         self.entries: dict[str, dict[str, Any]] = {}
         self.bad_lines = 0
         self._offset = 0
-        self._fd: int | None = None
+        self._log = RunLog(self.path)  # the same locked, torn-line-safe appender as runs.jsonl
 
     # -- reading --------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
@@ -92,21 +93,7 @@ class JudgeCache:
         if not self.writes:
             return
         line = (json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            size = os.fstat(self._fd).st_size
-            if size and os.pread(self._fd, 1, size - 1) != b"\n":  # a torn line: never extend it
-                line = b"\n" + line
-            view = memoryview(line)
-            while view:
-                view = view[os.write(self._fd, view):]
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._log.append_line(line)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._log.close()
