@@ -221,6 +221,23 @@ def time_left() -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
+class FreshClientOnExpiry:
+    """Mixin of the HTTP providers: a request that outlived its hard bound abandons its client
+    (closing its connections) and every later request uses a fresh one from ``_make_client``."""
+
+    _client: Any
+
+    def _make_client(self) -> Any:
+        raise NotImplementedError
+
+    def _abandon_client(self) -> None:
+        old, self._client = self._client, self._make_client()
+        try:
+            old.close()
+        except Exception:
+            pass
+
+
 class RequestExpired(Exception):
     """A request outlived its hard wall-clock bound."""
 

@@ -24,7 +24,7 @@ import pydantic
 
 from ..config import redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
-from .base import (ContextLimitError, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
+from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 
@@ -95,7 +95,7 @@ def to_ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class OllamaProvider:
+class OllamaProvider(FreshClientOnExpiry):
     """Native Ollama chat with `tools=`; tool arguments are re-serialised to JSON strings.
 
     Every request carries `options.num_ctx`: Ollama's own default window (2,048 or 4,096 tokens)
@@ -142,13 +142,6 @@ class OllamaProvider:
 
     def _note_response(self, response: httpx.Response) -> None:
         self._retry_after = parse_retry_after(response.headers) if response.status_code >= 400 else None
-
-    def _abandon_client(self) -> None:
-        old, self._client = self._client, self._make_client()
-        try:
-            old.close()
-        except Exception:
-            pass
 
     # -- context window -------------------------------------------------------------------------
     def num_ctx(self, case: "ResolvedCase | None" = None) -> int:

@@ -19,7 +19,7 @@ import openai
 
 from ..config import redact_url
 from ..context import LADDER_MAX_TURNS
-from .base import (ContextLimitError, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
+from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 
@@ -73,7 +73,7 @@ def _connection_cause(exc: BaseException) -> str:
     return f"connection failed ({text[:200]})"
 
 
-class OpenAIProvider:
+class OpenAIProvider(FreshClientOnExpiry):
     """Chat Completions with `tools=` (tool_choice auto); arguments come back as raw strings.
 
     A loopback base_url (localhost, 127.0.0.0/8, ::1) is reached directly whatever HTTP(S)_PROXY
@@ -109,14 +109,6 @@ class OpenAIProvider:
             timeout=self.config.timeout_s,
             http_client=http_client,
         )
-
-    def _abandon_client(self) -> None:
-        """A request outlived its hard bound: close its connections, use a fresh client from now on."""
-        old, self._client = self._client, self._make_client()
-        try:
-            old.close()
-        except Exception:
-            pass
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase | None" = None, json_reply: bool = False) -> Reply:
