@@ -24,7 +24,8 @@ import pydantic
 
 from ..config import redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
-from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
+from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
+                   RequestExpired, ToolCallOut,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 

@@ -19,7 +19,8 @@ import openai
 
 from ..config import redact_url
 from ..context import LADDER_MAX_TURNS
-from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut,
+from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
+                   RequestExpired, ToolCallOut,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 
