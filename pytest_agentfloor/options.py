@@ -317,10 +317,12 @@ def add_options(parser: pytest.Parser) -> None:
     add("--gate-baseline-model", "agentfloor_gate_baseline_model", "the baseline model when the file holds several",
         default="", shown="the file's only model", metavar="NAME")
     add("--agentfloor-progress", "agentfloor_progress",
-        "live progress per model on the controller: auto (coloured on a terminal, plain lines otherwise), "
-        "color, plain or off", default="auto", metavar="MODE")
+        "progress per model on the controller: auto (a live line per model on a terminal, periodic lines "
+        "otherwise or with -s/--pdb), live, lines, off; color and plain are lines, coloured or not",
+        default="auto", metavar="MODE")
     add("--agentfloor-progress-interval", "agentfloor_progress_interval",
-        "seconds between progress lines", default="", shown="10 on a terminal, 30 otherwise", metavar="S")
+        "seconds between redraws of the live lines, or between periodic lines", default="",
+        shown="0.25 live; lines every 10 on a terminal, 30 otherwise", metavar="S")
     add("--max-cost", "agentfloor_max_cost",
         "stop once this session's runs cost this many USD: remaining items are skipped, the run is PARTIAL",
         default="", shown="no cap", metavar="USD")
@@ -528,8 +530,9 @@ def read_settings(config: pytest.Config) -> Settings:
     if max_cost_raw:
         max_cost = _float_opt(config, "agentfloor_max_cost", "--max-cost", 0.0, 1e9, "US dollars", low_open=True)
     progress = str(_opt(config, "agentfloor_progress") or "auto")
-    if progress not in ("auto", "color", "plain", "off"):
-        raise pytest.UsageError(f"--agentfloor-progress: expected auto, color, plain or off, got {progress!r}")
+    if progress not in ("auto", "live", "lines", "off", "color", "plain"):
+        raise pytest.UsageError(
+            f"--agentfloor-progress: expected auto, live, lines or off (or color, plain), got {progress!r}")
     interval = None
     if str(_opt(config, "agentfloor_progress_interval") or "").strip():
         interval = _float_opt(config, "agentfloor_progress_interval", "--agentfloor-progress-interval", 0.0, 86400.0,

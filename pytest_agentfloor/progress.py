@@ -1,15 +1,39 @@
-"""Live progress on the controller: one line per model, every few seconds, between pytest's own output.
+"""Live progress on the controller: one line per model, redrawn in place on a terminal.
 
 Items done / total, passes, errors, tokens in/out, cost so far, requests per second and an ETA,
-from the same reports the controller aggregates (so it works under xdist). Lines are written
-through pytest's terminal reporter on a line of their own, so pytest's dots, -q and the final
-summary stay intact: with a terminal they are coloured, otherwise (CI logs) plain. They are
-periodic lines, not a region redrawn in place: pytest owns the cursor.
+from the same reports the controller aggregates (so it works under xdist).
+
+Two displays. On a terminal (`auto`/`live`): a live region of one line per model, drawn *below*
+the line pytest is writing, with the cursor put back where pytest left it. Without a terminal
+(CI logs), with TERM=dumb, `-s` or `--pdb` (`auto`), or with `lines`: plain periodic lines on a
+line of their own between pytest's results.
+
+Why this design for the live region, rather than replacing the terminal reporter (pytest-sugar,
+pytest-rich) or running rich's `Live`:
+- pytest keeps its reporter: dots, percentages, `-v`, `-q`, warnings, the summary and every other
+  plugin's output are pytest's own, unchanged. Only the reporter's file is wrapped: a write that
+  would move the cursor off its line (a newline, a carriage return, a write reaching the edge)
+  first erases the region (ESC[J from the cursor, so pytest's text on the line is kept), and the
+  region is drawn again at the next event. Nothing half-drawn reaches the scrollback, and the
+  region is erased before pytest writes its summary.
+- No thread: the region is drawn from the controller's own hooks (an item starting or reporting),
+  on the thread pytest writes from, while pytest is not capturing (a thread would draw into a
+  test's captured output, and race pytest's writes). Content changes are redrawn at most every
+  `interval` seconds (0.25 s by default); a region erased by pytest's own output is put back at the
+  next event, so it is visible while an item runs. Between events the line does not tick.
+- rich lays out each line (styles, NO_COLOR, cell widths); lines are cut to the terminal's width
+  minus one with an ellipsis, so they never wrap, and cursor movements stay exact.
+Output that bypasses pytest's reporter (a test's prints under `-s`, a debugger) would tear the
+region, which is why `auto` chooses the plain lines there.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import shutil
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -17,6 +41,9 @@ from typing import Any, Callable
 import pytest
 
 _MODEL = re.compile(r"\[v\d+-i\d+-r\d+-(?P<model>.+)\]$")
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+MODES = ("auto", "live", "lines", "off", "color", "plain")
+LIVE_INTERVAL = 0.25  # seconds between redraws of changed content: "a few times per second"
 
 
 @dataclass
@@ -49,34 +76,198 @@ def _eta(seconds: float | None) -> str:
     return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def progress_line(name: str, p: ModelProgress, elapsed: float) -> str:
-    """One plain line for one model (no timing in it is ever asserted by tests)."""
+def _numbers(p: ModelProgress, elapsed: float) -> tuple[int, float, str]:
+    """(items finished, requests per second, ETA text) of one model."""
     finished = p.done + p.skipped
     rate = p.requests / elapsed if elapsed > 0 else 0.0
     eta = (p.total - finished) * elapsed / p.done if p.done and p.total >= finished else None
-    return (f"agentfloor progress {name}: {finished}/{p.total or '?'} done, {p.passed} passed, {p.failed} failed, "
-            f"{p.errors} errors" + (f", {p.skipped} skipped" if p.skipped else "")
-            + f" | tokens {p.tokens_in:,} in / {p.tokens_out:,} out | ${p.cost_usd:.4f} | {rate:.1f} req/s | "
-            f"ETA {_eta(eta) if finished < (p.total or 0) else 'done'}")
+    return finished, rate, _eta(eta) if finished < (p.total or 0) else "done"
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e4 else str(n)
+
+
+def progress_parts(name: str, p: ModelProgress, elapsed: float) -> list[tuple[str, str]]:
+    """The periodic line for one model as (text, rich style) pieces; joined they are `progress_line`."""
+    finished, rate, eta = _numbers(p, elapsed)
+    return [
+        ("agentfloor progress ", "dim"), (name, "bold"), (": ", ""),
+        (f"{finished}/{p.total or '?'} done", "bold"), (", ", ""),
+        (f"{p.passed} passed", "green"), (", ", ""),
+        (f"{p.failed} failed", "red" if p.failed else ""), (", ", ""),
+        (f"{p.errors} errors", "bold red" if p.errors else ""),
+        (f", {p.skipped} skipped" if p.skipped else "", "yellow"),
+        (f" | tokens {p.tokens_in:,} in / {p.tokens_out:,} out | ", ""),
+        (f"${p.cost_usd:.4f}", "cyan"), (f" | {rate:.1f} req/s | ", ""),
+        (f"ETA {eta}", "bold"),
+    ]
+
+
+def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0) -> list[tuple[str, str]]:
+    """The live line for one model: shorter than the periodic one, most telling first, since a narrow
+    terminal cuts it from the right (tokens go first, then req/s, cost, ETA)."""
+    finished, rate, eta = _numbers(p, elapsed)
+    total = str(p.total or "?")
+    return [
+        (name.ljust(name_width), "bold"), (" ", ""),
+        (f"{finished:>{len(total)}}/{total}", "bold"), (" | ", "dim"),
+        (f"{p.passed} passed", "green"), (" ", ""),
+        (f"{p.failed} failed", "red" if p.failed else ""), (" ", ""),
+        (f"{p.errors} err", "bold red" if p.errors else ""),
+        (f" {p.skipped} skipped" if p.skipped else "", "yellow"), (" | ", "dim"),
+        (f"ETA {eta}", "bold"), (" | ", "dim"),
+        (f"${p.cost_usd:.4f}", "cyan"), (" | ", "dim"),
+        (f"{rate:.1f} req/s", ""), (" | ", "dim"),
+        (f"tokens {_count(p.tokens_in)} in {_count(p.tokens_out)} out", ""),
+    ]
+
+
+def progress_line(name: str, p: ModelProgress, elapsed: float) -> str:
+    """One plain line for one model (no timing in it is ever asserted by tests)."""
+    return "".join(text for text, _ in progress_parts(name, p, elapsed))
+
+
+def render_live(parts: list[tuple[str, str]], width: int, color: bool) -> str:
+    """One live line: styled with ANSI codes when `color`, cut with an ellipsis to fit `width` cells."""
+    from rich.console import Console
+    from rich.text import Text
+
+    text = Text.assemble(*[(t, s) for t, s in parts if t])
+    text.truncate(max(1, width), overflow="ellipsis")
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
+                      width=max(1, width) + 1, highlight=False, emoji=False, markup=False, legacy_windows=False)
+    console.print(text, end="", no_wrap=True, overflow="ellipsis", crop=False, soft_wrap=True)
+    return buf.getvalue()
+
+
+def visible_width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(_ESCAPE.sub("", text))
+
+
+def choose_display(mode: str, *, isatty: bool, hasmarkup: bool, term: str | None, capture: str,
+                   debugger: bool) -> tuple[str, bool]:
+    """('live' | 'lines', coloured) for --agentfloor-progress MODE in this terminal."""
+    if mode == "plain":
+        return "lines", False
+    if mode == "color":
+        return "lines", True
+    if mode in ("auto", "live") and isatty and term != "dumb":
+        # output that bypasses pytest's reporter would tear a live region: auto prints lines then
+        if mode == "live" or (capture not in ("no", "tee-sys") and not debugger):
+            return "live", hasmarkup
+    return "lines", hasmarkup
+
+
+class LiveFile:
+    """The terminal reporter's file, wrapped: pytest's writes that would leave the cursor's line
+    erase the live region below it first; the region is drawn at the cursor pytest left.
+
+    Tracks the column of the cursor from what actually reached the terminal (escapes stripped),
+    so the cursor is always put back exactly where pytest's next character belongs."""
+
+    ERASE = "\x1b[J"
+
+    def __init__(self, real: Any, width: Callable[[], int]):
+        self.real = real
+        self.width = width
+        self.column = 0
+        self.drawn = 0  # lines of the live region on the screen below the cursor
+        self.lock = threading.RLock()
+
+    def write(self, s: str) -> int:
+        with self.lock:
+            plain = _ESCAPE.sub("", s)
+            tail = plain.rsplit("\n", 1)[-1]
+            breaks = "\n" in plain or "\r" in plain
+            if "\r" in tail:
+                column = visible_width(tail.rsplit("\r", 1)[-1])
+            else:
+                column = visible_width(tail) + (0 if "\n" in plain else self.column)
+            if self.drawn and (breaks or column >= self.width()):
+                self.real.write(self.ERASE)
+                self.drawn = 0
+            self.column = column
+            return self.real.write(s)
+
+    def draw(self, lines: list[str]) -> bool:
+        """Draw `lines` below the cursor's line and put the cursor back; False if it cannot."""
+        with self.lock:
+            if not lines or self.column >= self.width():
+                return False
+            back = f"\r\x1b[{self.column}C" if self.column else "\r"
+            payload = self.ERASE + "".join("\n\r" + ln for ln in lines) + f"\x1b[{len(lines)}A" + back
+            encoding = getattr(self.real, "encoding", None) or "utf-8"
+            try:
+                payload.encode(encoding)
+            except (UnicodeEncodeError, LookupError):  # a terminal that cannot show the ellipsis
+                payload = payload.encode("ascii", "replace").decode("ascii")
+            self.real.write(payload)
+            self.real.flush()
+            self.drawn = len(lines)
+            return True
+
+    def erase(self) -> None:
+        with self.lock:
+            if self.drawn:
+                self.real.write(self.ERASE)
+                self.real.flush()
+                self.drawn = 0
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
 
 class Progress:
-    """Controller-only plugin: counts outcomes per model and writes the lines at most every `interval` s."""
+    """Controller-only plugin: counts outcomes per model; shows them live or as periodic lines."""
 
     def __init__(self, config: pytest.Config, *, style: str, interval: float | None,
                  clock: Callable[[], float] = time.monotonic):
         self.config = config
-        self.style = style  # "auto", "color" or "plain"
-        self.interval = interval  # None: 10 s on a terminal, 30 s otherwise
+        self.style = style  # --agentfloor-progress: auto, live, lines, color or plain
+        self.interval = interval  # None: 0.25 s live; lines every 10 s on a terminal, 30 s otherwise
         self.clock = clock
         self.started = clock()
         self.last = self.started
         self.models: dict[str, ModelProgress] = {}
         self.printed = False
+        self.display: str | None = None  # "live" or "lines", decided once the terminal reporter exists
+        self.color = False
+        self.live: LiveFile | None = None
+        self.shown: list[str] = []  # the live lines on the screen now
+        self.finished = False
         self._totals_from_workers: dict[str, int] = {}
 
     def _model(self, name: str) -> ModelProgress:
         return self.models.setdefault(name, ModelProgress())
+
+    def _tr(self) -> Any:
+        return self.config.pluginmanager.getplugin("terminalreporter")
+
+    def _decide(self) -> None:
+        if self.display is not None:
+            return
+        tr = self._tr()
+        opt = self.config.option
+        self.display, self.color = choose_display(
+            self.style, isatty=bool(tr is not None and getattr(tr, "isatty", False)),
+            hasmarkup=bool(tr is not None and tr.hasmarkup), term=os.environ.get("TERM"),
+            capture=str(getattr(opt, "capture", "fd")),
+            debugger=bool(getattr(opt, "usepdb", False) or getattr(opt, "trace", False)))
+        if self.display == "live" and not hasattr(getattr(tr, "_tw", None), "_file"):
+            self.display = "lines"  # another plugin replaced pytest's terminal writer
+        if self.interval is None:
+            tty = bool(tr is not None and getattr(tr, "isatty", False))
+            self.interval = LIVE_INTERVAL if self.display == "live" else 10.0 if tty else 30.0
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._decide()
 
     # totals: from the controller's own collection, or (under xdist) from the first worker's
     @pytest.hookimpl(trylast=True)
@@ -97,6 +288,12 @@ class Progress:
         for name, n in self._totals_from_workers.items():
             self._model(name).total = n
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.display == "live" and model_of(nodeid) is not None:
+            self.refresh()  # visible while the item runs, after pytest wrote its name
+
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         name = model_of(report.nodeid)
         if name is None:
@@ -119,12 +316,14 @@ class Progress:
                 p.passed += 1
             else:
                 p.failed += 1
-        else:
+        elif self.display != "live":
+            return
+        self._decide()
+        if self.display == "live":
+            self.refresh()
             return
         now = self.clock()
-        if self.interval is None:
-            self.interval = 10.0 if self._tty() else 30.0
-        if now - self.last >= self.interval:
+        if now - self.last >= (self.interval or 0.0):
             self.last = now
             self.show()
 
@@ -132,20 +331,85 @@ class Progress:
         elapsed = self.clock() - self.started
         return [progress_line(name, p, elapsed) for name, p in self.models.items()]
 
-    def _tty(self) -> bool:
-        tr = self.config.pluginmanager.getplugin("terminalreporter")
-        return bool(tr is not None and getattr(tr, "isatty", False))
+    # --- the live region ---------------------------------------------------------------------
+
+    def _wrap(self) -> LiveFile | None:
+        if self.live is None:
+            tr = self._tr()
+            tw = getattr(tr, "_tw", None)
+            if tw is None or not hasattr(tw, "_file"):
+                return None
+            self.live = LiveFile(tw._file, lambda: tw.fullwidth)
+            current = getattr(tw, "_current_line", None)  # pytest's text since its last newline
+            self.live.column = (visible_width(current.rsplit("\r", 1)[-1]) if isinstance(current, str)
+                                else tw.width_of_current_line)
+            tw._file = self.live
+        return self.live
+
+    def live_lines(self, width: int) -> list[str]:
+        elapsed = self.clock() - self.started
+        names = list(self.models)
+        room = max(1, shutil.get_terminal_size().lines - 2)
+        shown = names if len(names) <= room else names[:room - 1]
+        pad = max(map(len, shown))
+        out = [render_live(live_parts(n, self.models[n], elapsed, pad), width - 1, self.color) for n in shown]
+        if len(shown) < len(names):
+            out.append(render_live([(f"agentfloor progress: {len(names) - len(shown)} more model(s)", "dim")],
+                                   width - 1, self.color))
+        return out
+
+    def refresh(self) -> None:
+        """Draw the region if pytest's output pushed it away, else redraw changed content at most every interval."""
+        if self.finished or not self.models or self.display != "live":
+            return
+        live = self._wrap()
+        if live is None:
+            return
+        now = self.clock()
+        visible = bool(live.drawn)
+        if visible and now - self.last < (self.interval or 0.0):
+            return
+        lines = self.live_lines(self._tr()._tw.fullwidth)
+        if visible and lines == self.shown:
+            return
+        if live.draw(lines):
+            self.shown = lines
+            self.last = now
+            self.printed = True
+
+    def finish(self) -> None:
+        """Erase the region for good: pytest's summary and the plugin's tables follow."""
+        self.finished = True
+        if self.live is not None:
+            self.live.erase()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        self.finish()
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.finish()
+
+    def pytest_internalerror(self) -> None:
+        self.finish()
+
+    def pytest_unconfigure(self) -> None:
+        self.finish()
+        tw = getattr(self._tr(), "_tw", None)
+        if self.live is not None and tw is not None and tw._file is self.live:
+            tw._file = self.live.real
+
+    # --- periodic lines ----------------------------------------------------------------------
 
     def show(self) -> None:
-        tr = self.config.pluginmanager.getplugin("terminalreporter")
+        tr = self._tr()
         if tr is None or not self.models:
             return
         tr.ensure_newline()
         if getattr(tr._tw, "width_of_current_line", 0):  # pytest's dots of -q: finish their line first
             tr._tw.line()
-        color = self.style == "color" or (self.style == "auto" and tr.hasmarkup)
         for name, line in zip(self.models, self.lines()):
-            if color:
+            if self.color:
                 p = self.models[name]
                 colour = {"red": bool(p.errors)} if p.errors else {"yellow": bool(p.failed), "green": not p.failed}
                 tr.write_line(line, bold=True, **colour)
@@ -155,12 +419,13 @@ class Progress:
         self.printed = True
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.printed:  # the last word on each model, once the run is over
+        # the last word on each model, once the run is over (-q keeps a live display's screen quiet)
+        if self.printed and (self.display != "live" or self.config.get_verbosity() >= 0):
             self.show()
 
 
 def install(config: pytest.Config, mode: str, interval: float | None) -> Progress | None:
-    """Register the progress plugin on the controller, per --agentfloor-progress (auto|color|plain|off)."""
+    """Register the progress plugin on the controller, per --agentfloor-progress (auto|live|lines|off)."""
     if mode == "off" or config.option.collectonly or config.get_verbosity() < -1:
         return None
     plugin = Progress(config, style=mode, interval=interval)

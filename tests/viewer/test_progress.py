@@ -48,7 +48,7 @@ def test_progress_off_and_silent_under_qq(bench: pytest.Pytester) -> None:
                                             "--agentfloor-progress-interval", "0", "-p", "no:cacheprovider", *flags)
         assert "agentfloor progress" not in result.stdout.str()
     result = bench.runpytest("cases", "--agentfloor-progress", "fancy")
-    result.stderr.fnmatch_lines(["*--agentfloor-progress: expected auto, color, plain or off, got 'fancy'*"])
+    result.stderr.fnmatch_lines(["*--agentfloor-progress: expected auto, live, lines or off (or color, plain), got 'fancy'*"])
 
 
 def test_progress_line_and_model_of_node_ids() -> None:
