@@ -21,15 +21,16 @@ pytest-rich) or running rich's `Live`:
   test's captured output, and race pytest's writes). Content changes are redrawn at most every
   `interval` seconds (0.25 s by default); a region erased by pytest's own output is put back at the
   next event, so it is visible while an item runs. Between events the line does not tick.
-- rich lays out each line (styles, NO_COLOR, cell widths); lines are cut to the terminal's width
-  minus one with an ellipsis, so they never wrap, and cursor movements stay exact.
+- Lines are cut to the terminal's width minus one cell (rich's cell widths) with an ellipsis, so they
+  never wrap and the cursor movements stay exact; colours follow pytest's own markup decision
+  (NO_COLOR, --color). Nothing else is needed from rich: its Live would want all output to go
+  through its console.
 Output that bypasses pytest's reporter (a test's prints under `-s`, a debugger) would tear the
 region, which is why `auto` chooses the plain lines there.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import shutil
@@ -107,10 +108,12 @@ def progress_parts(name: str, p: ModelProgress, elapsed: float) -> list[tuple[st
 def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0) -> list[tuple[str, str]]:
     """The live line for one model: shorter than the periodic one, most telling first, since a narrow
     terminal cuts it from the right (tokens go first, then req/s, cost, ETA)."""
+    from rich.cells import cell_len
+
     finished, rate, eta = _numbers(p, elapsed)
     total = str(p.total or "?")
     return [
-        (name.ljust(name_width), "bold"), (" ", ""),
+        (name + " " * max(0, name_width - cell_len(name)), "bold"), (" ", ""),
         (f"{finished:>{len(total)}}/{total}", "bold"), (" | ", "dim"),
         (f"{p.passed} passed", "green"), (" ", ""),
         (f"{p.failed} failed", "red" if p.failed else ""), (" ", ""),
@@ -128,18 +131,29 @@ def progress_line(name: str, p: ModelProgress, elapsed: float) -> str:
     return "".join(text for text, _ in progress_parts(name, p, elapsed))
 
 
-def render_live(parts: list[tuple[str, str]], width: int, color: bool) -> str:
-    """One live line: styled with ANSI codes when `color`, cut with an ellipsis to fit `width` cells."""
-    from rich.console import Console
-    from rich.text import Text
+_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
-    text = Text.assemble(*[(t, s) for t, s in parts if t])
-    text.truncate(max(1, width), overflow="ellipsis")
-    buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
-                      width=max(1, width) + 1, highlight=False, emoji=False, markup=False, legacy_windows=False)
-    console.print(text, end="", no_wrap=True, overflow="ellipsis", crop=False, soft_wrap=True)
-    return buf.getvalue()
+
+def render_live(parts: list[tuple[str, str]], width: int, color: bool) -> str:
+    """One live line: styled with ANSI codes when `color`, cut with an ellipsis to fit `width` cells.
+
+    Widths are terminal cells (rich's table), so wide characters in a model name cannot wrap it."""
+    from rich.cells import cell_len
+
+    width = max(1, width)
+    cut = cell_len("".join(t for t, _ in parts)) > width
+    room = width - 1 if cut else width  # the ellipsis takes the last cell
+    out = []
+    for text, style in parts:
+        if not text or room <= 0:
+            continue
+        if cell_len(text) > room:
+            while text and cell_len(text) > room:
+                text = text[:-1]
+        room -= cell_len(text)
+        codes = ";".join(_SGR[word] for word in style.split()) if color else ""
+        out.append(f"\x1b[{codes}m{text}\x1b[0m" if codes and text else text)
+    return "".join(out) + ("…" if cut else "")
 
 
 def visible_width(text: str) -> int:
@@ -351,7 +365,7 @@ class Progress:
         names = list(self.models)
         room = max(1, shutil.get_terminal_size().lines - 2)
         shown = names if len(names) <= room else names[:room - 1]
-        pad = max(map(len, shown))
+        pad = max(map(visible_width, shown))
         out = [render_live(live_parts(n, self.models[n], elapsed, pad), width - 1, self.color) for n in shown]
         if len(shown) < len(names):
             out.append(render_live([(f"agentfloor progress: {len(names) - len(shown)} more model(s)", "dim")],
