@@ -204,8 +204,9 @@ class LiveFile:
             if self.drawn and (breaks or column >= self.width()):
                 self.real.write(self.ERASE)
                 self.drawn = 0
+            written = self.real.write(s)  # pytest retries what the file cannot encode: count it once
             self.column = column
-            return self.real.write(s)
+            return written
 
     def draw(self, lines: list[str]) -> bool:
         """Draw `lines` below the cursor's line and put the cursor back; False if it cannot."""
@@ -272,7 +273,7 @@ class Progress:
         self.display, self.color = choose_display(
             self.style, isatty=bool(tr is not None and getattr(tr, "isatty", False)),
             hasmarkup=bool(tr is not None and tr.hasmarkup), term=os.environ.get("TERM"),
-            capture=str(getattr(opt, "capture", "fd")),
+            capture=str(getattr(opt, "capture", "no")),  # -p no:capture: tests print straight through
             debugger=bool(getattr(opt, "usepdb", False) or getattr(opt, "trace", False)))
         if self.display == "live" and not hasattr(getattr(tr, "_tw", None), "_file"):
             self.display = "lines"  # another plugin replaced pytest's terminal writer
