@@ -162,8 +162,8 @@ def test_plain_lines_where_a_live_region_would_tear(project: Path, how: str) -> 
         _, raw = bench(project, TERM="dumb")
     elif how == "-s":
         _, raw = bench(project, "-s")
-    else:
-        _, raw = bench(project, "--agentfloor-progress", "lines")
+    else:  # through the ini setting
+        _, raw = bench(project, "-o", "agentfloor_progress=lines")
     assert "\x1b[J" not in raw and not draws(raw)
     shown = screen(raw, COLS)
     assert any(ln.startswith("agentfloor progress oracle: ") for ln in shown)
