@@ -117,7 +117,7 @@ def redact_url(url: str) -> str:
 
     try:
         parts = urlsplit(url)
-        if parts.username or parts.password or "@" in parts.netloc:
+        if "@" in parts.netloc:  # user, password, or an empty user information ("http://@host")
             host = parts.netloc.rpartition("@")[2]
             parts = parts._replace(netloc=host)
         return urlunsplit(parts._replace(query="", fragment=""))

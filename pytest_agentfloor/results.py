@@ -110,10 +110,10 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
         "kind": getattr(case, "kind", "episode"),
         # kind-specific scalar facts (a call site's site, group, whether it acted or refused, ...)
-        "facets": (getattr(grade, "facets", None) if grade is not None else None) or _facets(case),
+        "facets": getattr(grade, "facets", None) or _facets(case),
         # the grader's account, for the transcript viewer: expected vs observed of each unmet obligation
         "verdicts": [{"code": v.code, "ok": v.ok, **({} if v.ok else {"expected": v.expected, "observed": v.observed})}
-                     for v in getattr(grade, "verdicts", None) or []] if grade else [],
+                     for v in grade.verdicts] if grade else [],
         "trajectory": traj.model_dump(mode="json"),
     }
     if judging is not None:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentfloor.config import SCRIPTED_POLICIES, ConfigError, ModelConfig, Pricing, builtin_models, load_models
+from pytest_agentfloor.config import (
+    SCRIPTED_POLICIES, ConfigError, ModelConfig, Pricing, builtin_models, load_models, redact_text, redact_url,
+)
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -94,3 +96,64 @@ def test_public_view_keeps_settings_and_drops_credentials() -> None:
     assert public["base_url"] == "https://h.example:8443/v1"
     assert (public["api_key_env"], public["temperature"], public["seed"], public["model"]) == ("MY_KEY", 0.3, 5, "m")
     assert ModelConfig(name="s", provider="scripted", policy="oracle").public()["base_url"] is None
+
+
+# -- unreadable files: the error names the line and column (written against mutation testing) ------
+@pytest.mark.parametrize("raw, where", [
+    (b"# caf\xe9\n", "1: not UTF-8 (byte 0xe9 at column 6)"),  # on the first line
+    (b"\n# \xff\n# after\n", "2: not UTF-8 (byte 0xff at column 3)"),  # after a newline at offset 0
+    (b'# a\n# b\nx = "\xc3"\n# c\n', "3: not UTF-8 (byte 0xc3 at column 6)"),  # newlines before and after
+])
+def test_a_file_that_is_not_utf8_names_line_and_column(tmp_path: Path, raw: bytes, where: str) -> None:
+    path = tmp_path / "models.toml"
+    path.write_bytes(raw)
+    with pytest.raises(ConfigError) as info:
+        load_models(path)
+    assert str(info.value) == f"{path}:{where}; save the file as UTF-8"
+
+
+def test_a_file_that_cannot_be_read_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "models.toml"
+    path.mkdir()  # exists, but reading it fails
+    with pytest.raises(ConfigError) as info:
+        load_models(path)
+    assert str(info.value) == f"{path}: cannot be read: Is a directory"
+
+
+@pytest.mark.parametrize("name", ["has space", "a,b", "x::y", "-lead", "", "br[0]", "x" * 101])
+def test_a_model_name_that_cannot_be_part_of_a_test_id_is_refused(tmp_path: Path, name: str) -> None:
+    path = write(tmp_path, f'[models."{name}"]\nprovider = "scripted"\npolicy = "oracle"\n')
+    with pytest.raises(ConfigError) as info:
+        load_models(path)
+    assert str(info.value) == (f"{path}: models.{name!r}: a model name may hold letters, digits and . _ - : + "
+                               "(no spaces, commas, brackets or '::'), as it is part of test ids and --model lists")
+
+
+@pytest.mark.parametrize("name", ["qwen3:8b", "gpt-4.1+tools", "a_b", "x" * 100])
+def test_model_names_with_the_allowed_characters_load(tmp_path: Path, name: str) -> None:
+    assert load_models(write(tmp_path, f'[models."{name}"]\nprovider = "scripted"\npolicy = "oracle"\n'))[name].name == name
+
+
+# -- redaction ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, expected", [
+    ("", ""),
+    ("no address here", "no address here"),
+    ("mail ops@example.com", "mail ops@example.com"),  # an @ outside a URL is left alone
+    ("GET http://u:pw@h.example/v1 failed", "GET http://***@h.example/v1 failed"),
+    ("a https://tok@api.example/x and ftp://me:1@f.example", "a https://***@api.example/x and ftp://***@f.example"),
+    ("http://h.example/path@v2", "http://h.example/path@v2"),  # an @ after the host is no user information
+])
+def test_redact_text_masks_user_information_in_free_text(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+def test_redact_url_of_a_url_it_cannot_parse_still_drops_the_password() -> None:
+    assert redact_url("http://u:pw-secret@[::1/v1") == "http://***@[::1/v1"
+
+
+def test_the_repr_of_a_configuration_never_shows_a_password() -> None:
+    cfg = ModelConfig(name="r", provider="openai", model="m#frag?q=1", base_url="https://u:pw-secret@h.example/v1")
+    text = repr(cfg)
+    assert "pw-secret" not in text and "base_url='https://h.example/v1'" in text
+    assert "model='m#frag?q=1'" in text  # only base_url is redacted
+    assert "base_url=None" in repr(ModelConfig(name="s", provider="scripted", policy="oracle"))
