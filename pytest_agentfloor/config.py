@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,7 +61,9 @@ class ModelConfig(BaseModel):
     name: str
     provider: ProviderName
     model: str = ""
-    base_url: str | None = None
+    base_url: str | tuple[str, ...] | None = Field(
+        None, description="the API root; a list of several is an endpoint pool: replicas of the same model "
+        "(openai and ollama), see docs/scaling.md")
     api_key_env: str | None = Field(None, description="NAME of the environment variable holding the key")
     temperature: float = 0.0
     seed: int | None = None
@@ -83,18 +85,70 @@ class ModelConfig(BaseModel):
     pricing: Pricing = Field(default_factory=Pricing)
     policy: str | None = Field(None, description="scripted policy name")
 
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _base_urls(cls, value: Any) -> Any:
+        """One URL (a string), or an endpoint pool: a non-empty list of distinct URL strings."""
+        if value is None or isinstance(value, str):
+            return value
+        if not isinstance(value, (list, tuple)):
+            raise ValueError("must be a URL string or a list of URL strings (an endpoint pool), "
+                             f"not {type(value).__name__}")
+        if not value:
+            raise ValueError("an endpoint pool needs at least one URL (or leave base_url out)")
+        for n, url in enumerate(value):
+            if not isinstance(url, str) or not url.strip():
+                raise ValueError(f"entry {n} of the endpoint pool must be a non-empty URL string, not {url!r}")
+        seen = [u.rstrip("/") for u in value]
+        dup = next((redact_url(value[seen.index(seen[n])]) for n in range(len(seen)) if seen[n] in seen[:n]), None)
+        if dup is not None:
+            raise ValueError(f"the endpoint pool lists {dup} twice")
+        return tuple(value)
+
     @model_validator(mode="after")
     def _check(self) -> "ModelConfig":
         if self.provider == "scripted" and self.policy not in SCRIPTED_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(SCRIPTED_POLICIES)}")
         if self.provider in ("openai", "ollama") and not self.model:
             raise ValueError(f"provider {self.provider!r} needs 'model' (the served model id)")
+        if self.is_pool and self.provider not in ("openai", "ollama"):
+            raise ValueError(f"base_url: a list of URLs (an endpoint pool) is for providers openai and ollama, "
+                             f"not {self.provider!r}; give one URL string")
         return self
+
+    @property
+    def is_pool(self) -> bool:
+        """base_url is a list: replicas of one model (even a list of one), balanced by providers/pool.py."""
+        return isinstance(self.base_url, tuple)
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """Every configured URL: the pool's, or the one base_url; () when the provider's default applies."""
+        if isinstance(self.base_url, tuple):
+            return self.base_url
+        return (self.base_url,) if self.base_url else ()
+
+    def replica(self, url: str) -> "ModelConfig":
+        """This configuration served by one URL of its pool (what each replica's provider gets)."""
+        return self.model_copy(update={"base_url": url})
+
+    def key_base_url(self) -> str | None:
+        """What resume, cassette and judge-cache keys hold for the endpoint: the (redacted) URL of a
+        single-URL model, unchanged from before pools existed, and for a pool no URL at all: the
+        keys describe the model, not the replica that served it, so adding, removing or reordering
+        replicas keeps them."""
+        if self.is_pool:
+            return POOL_KEY
+        return redact_url(self.base_url) if isinstance(self.base_url, str) and self.base_url else None
 
     def __repr_args__(self) -> Any:
         """A repr (tracebacks with locals, debug output) never shows a password in base_url."""
         for key, value in super().__repr_args__():
-            yield key, (redact_url(value) if key == "base_url" and isinstance(value, str) else value)
+            if key == "base_url" and isinstance(value, str):
+                value = redact_url(value)
+            elif key == "base_url" and isinstance(value, tuple):
+                value = tuple(redact_url(v) for v in value)
+            yield key, value
 
     #: how fast a process may send requests, not what is measured: not part of a run's condition
     LIMIT_FIELDS: ClassVar[tuple[str, ...]] = ("max_connections", "rpm")
@@ -102,9 +156,20 @@ class ModelConfig(BaseModel):
     def public(self) -> dict[str, Any]:
         """Everything but secrets; base URLs lose any credentials they embed."""
         data = self.model_dump(mode="json")
-        if data.get("base_url"):
+        if isinstance(data.get("base_url"), list):
+            data["base_url"] = [redact_url(u) for u in data["base_url"]]
+        elif data.get("base_url"):
             data["base_url"] = redact_url(data["base_url"])
         return data
+
+
+#: the endpoint in the keys of a pooled model: a marker no URL can be
+POOL_KEY = "<endpoint pool>"
+
+
+def key_base_url(public_base_url: Any) -> Any:
+    """`ModelConfig.key_base_url` for a stored (public) configuration's base_url."""
+    return POOL_KEY if isinstance(public_base_url, (list, tuple)) else public_base_url
 
 
 def redact_url(url: str) -> str:

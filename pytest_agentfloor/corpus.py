@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import ModelConfig, redact_url
+from .config import ModelConfig, key_base_url
 from .providers.base import Provider, ProviderError, Reply, ToolCallOut
 from .results import MAX_LINE_NOTES, OPTIONAL_PROPERTY_FIELDS, PROPERTY_FIELDS, RunLog, _line_problem, read_records
 
@@ -35,7 +35,7 @@ def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list
         "turn": sum(1 for m in messages if m.get("role") == "assistant"),
         "provider": config.provider,
         "model": config.model or config.policy,
-        "base_url": redact_url(config.base_url) if config.base_url else None,
+        "base_url": config.key_base_url(),  # a pool's keys name no replica (config.key_base_url)
         "sampling": [config.temperature, config.seed, config.max_tokens, config.think, config.system_prompt]
         + ([config.reasoning_effort] if config.reasoning_effort is not None else []),  # old keys stay valid
         "messages": messages,
@@ -200,6 +200,8 @@ def config_fingerprint(public_config: dict[str, Any], protocol: dict[str, Any] |
     protocol with its parameters (step-budget scale included); records without a protocol keep
     their old fingerprint, and so never resume a run under a protocol."""
     public_config = {k: v for k, v in public_config.items() if k not in ModelConfig.LIMIT_FIELDS}
+    if "base_url" in public_config:  # a pool's replicas are where runs ran, not their condition
+        public_config["base_url"] = key_base_url(public_config["base_url"])
     ident: dict[str, Any] = public_config if protocol is None else {"config": public_config, "protocol": protocol}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -16,6 +16,7 @@ from .context import prompt_cut
 from .pressure.encoding import deliver
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
 from .providers.base import ContextLimitError, MalformedReply, Provider, ProviderError, deadline_in
+from .providers.endpoints import EpisodeNet, episode_net
 from .sandbox import HostileArguments, Sandbox, menu, parse_arguments
 from .suite.schema import TOOL_NAMES, ResolvedCase
 from .trajectory import Termination, ToolCall, Trajectory, Turn
@@ -61,6 +62,16 @@ def run_episode(
 
     `remaining_steps` is only consulted by protocols with an infeasibility stop.
     """
+    with episode_net() as net:
+        traj = _play(case, provider, net, model=model, run=run, system_prompt=system_prompt, protocol=protocol,
+                     timeout_s=timeout_s, remaining_steps=remaining_steps, clock=clock)
+    traj.endpoint_wait_s = round(net.waited_s, 6)
+    return traj
+
+
+def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str, run: int, system_prompt: str,
+          protocol: Protocol, timeout_s: float, remaining_steps: Callable[[ResolvedCase, Trajectory], int] | None,
+          clock: Callable[[], float]) -> Trajectory:
     start = clock()
     limits = protocol.limits(case)
     pc = case.pressure
@@ -95,6 +106,7 @@ def run_episode(
             break
         try:
             # a hard bound: every request made for this turn ends by the episode's deadline
+            net.endpoint = None
             with deadline_in(timeout_s - (clock() - start)):
                 reply = provider.complete(messages, tools, case=case)
         except ContextLimitError as exc:
@@ -108,13 +120,13 @@ def run_episode(
                 termination, traj.error = "provider_error", str(exc)
             break
         except MalformedReply as exc:  # the model's output could not be read as a call: its turn still counts
-            traj.turns.append(Turn(index=index, finish_reason="malformed"))
+            traj.turns.append(Turn(index=index, finish_reason="malformed", endpoint=net.endpoint))
             termination, traj.error = "malformed_call", str(exc)
             break
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
                     tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
                     busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens,
-                    menu_size=len(tools) if pc is not None else None)
+                    menu_size=len(tools) if pc is not None else None, endpoint=net.endpoint)
         traj.turns.append(turn)
         tokens += reply.tokens_in + reply.tokens_out
         window = traj.context_window = getattr(provider, "context_window", None)

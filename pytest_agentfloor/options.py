@@ -61,6 +61,8 @@ class Settings:
     probe: bool = True
     run_non_capable: bool = False
     probes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: replicas (indexes into base_url) of a pooled model that failed the session's probe: out at the start
+    pool_out: dict[str, list[int]] = field(default_factory=dict)
     local_servers: dict[str, Any] = field(default_factory=dict)
     record: bool = False
     replay: bool = False
@@ -123,6 +125,11 @@ class Settings:
                 from .providers.limits import limited
 
                 live = limited(make_provider(config, turns=session_turns(self.protocol)), config)
+                if self.pool_out.get(config.name):  # an xdist worker: replicas the controller's probe found dead
+                    import time
+
+                    for i in self.pool_out[config.name]:
+                        live.members[i].state.take_out(time.monotonic())  # type: ignore[attr-defined]
                 self.providers[config.name] = RecordingProvider(live, self.cassettes) if self.record else live  # type: ignore[arg-type]
         return self.providers[config.name]
 

@@ -96,6 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         settings.resume_keys = set(config.workerinput.get("agentfloor_resume", ()))
         settings.probes = {k: tuple(v) for k, v in config.workerinput.get("agentfloor_probe", {}).items()}
+        settings.pool_out = dict(config.workerinput.get("agentfloor_pool_out", {}))
         settings.cost_start = int(config.workerinput.get("agentfloor_cost_start", 0))
         if config.workerinput.get("agentfloor_session_dir"):
             settings.session_dir = Path(config.workerinput["agentfloor_session_dir"])
@@ -222,6 +223,7 @@ def pytest_configure_node(node: Any) -> None:
     settings = node.config.stash[settings_key]
     node.workerinput["agentfloor_resume"] = sorted(settings.resume_keys)
     node.workerinput["agentfloor_probe"] = {k: list(v) for k, v in settings.probes.items()}
+    node.workerinput["agentfloor_pool_out"] = settings.pool_out
     node.workerinput["agentfloor_session_dir"] = str(settings.session_dir or "")
     node.workerinput["agentfloor_cost_start"] = settings.cost_start
     if settings.local_servers:

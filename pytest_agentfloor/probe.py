@@ -174,3 +174,35 @@ def probe(provider: Provider) -> ProbeResult:
                 result = ProbeResult(result.classification, f"{result.detail} -- {hint}", result.latency_s)
         return result
     return classify(reply, None)
+
+
+def pool_of(provider: Any) -> Any:
+    """The endpoint pool behind `provider` (through the recording and limits wrappers), or None."""
+    seen = 0
+    while provider is not None and seen < 5:
+        if getattr(provider, "members", None) is not None and hasattr(provider, "choose"):
+            return provider
+        provider, seen = getattr(provider, "inner", None), seen + 1
+    return None
+
+
+def combine(results: list[tuple[str, ProbeResult]]) -> tuple[ProbeResult, list[str]]:
+    """A pool's verdict from each replica's (endpoint, result), and a warning per replica that failed.
+
+    The model is admitted when one replica is tool-capable: a dead replica (``error``) is a
+    warning, not a failure, while another works. Replicas of one model that disagree on tool
+    calling are a misconfiguration, warned about as well. With no working replica the verdict is
+    the first non-error class (the model's own) or else the error, naming every endpoint.
+    """
+    ok = [(url, r) for url, r in results if r.admitted]
+    warnings = [f"{url}: {r.classification} ({r.detail})" for url, r in results if not r.admitted]
+    if ok:
+        url, first = ok[0]
+        return ProbeResult(first.classification, f"{first.detail} [{len(ok)} of {len(results)} endpoints answer]",
+                           first.latency_s), warnings
+    model_says = [(url, r) for url, r in results if r.classification != "error"]
+    if model_says:
+        url, first = model_says[0]
+        return ProbeResult(first.classification, f"{first.detail} [{url}]", first.latency_s), warnings
+    detail = "; ".join(f"{url}: {r.detail}" for url, r in results)
+    return ProbeResult("error", f"every endpoint of the pool failed: {detail}", results[0][1].latency_s), []

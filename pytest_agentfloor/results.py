@@ -30,7 +30,7 @@ JUDGE_FIELDS: tuple[str, ...] = (
 #: fields a record may lack (written by older versions, or by a later helper): read with .get()
 OPTIONAL_PROPERTY_FIELDS: tuple[str, ...] = (
     "busy_s", "calls_malformed", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
-    *JUDGE_FIELDS,
+    "endpoint_wait_s", *JUDGE_FIELDS,
 )
 #: the scalar fields that travel to the controller on each report, and as JUnit XML properties
 PROPERTY_FIELDS: tuple[str, ...] = (
@@ -96,6 +96,10 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "latency_s": round(traj.latency_s, 6),
         "wall_s": round(traj.wall_s, 6),
         "busy_s": round(traj.busy_s, 6),
+        # where it ran (an endpoint pool: each turn's endpoint when they differ) and how long it waited
+        # on endpoints' Retry-After pauses; redacted URLs, never a key
+        "endpoint": traj.endpoint,
+        "endpoint_wait_s": traj.endpoint_wait_s,
         # hourly pricing charges the time the model was busy serving the episode, not the item's
         # wall clock (which grows with -n when workers queue on one server); no pricing: unknown, never $0
         "cost_usd": round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10) if priced else None,

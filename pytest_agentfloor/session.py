@@ -141,14 +141,29 @@ class AgentFloorSession:
             self._probe_models()
 
     def _probe_models(self) -> None:
-        from .probe import context_window, probe
+        from .probe import combine, context_window, pool_of, probe
 
         st = self.settings
+        endpoints: dict[str, dict[str, dict[str, str]]] = {}
         for model in st.selected:
             if model.provider == "scripted":
                 continue
             provider = st.provider(model)
-            result = probe(provider)
+            pool = pool_of(provider)
+            if pool is None:
+                result = probe(provider)
+            else:  # every replica is probed; a dead one is a warning while another answers
+                each = [(m.endpoint, probe(m.provider)) for m in pool.members]
+                result, dead = combine(each)
+                out = [i for i, (_, got) in enumerate(each) if not got.admitted]
+                if len(out) < len(each):  # with none working, every replica stays in for its items to try
+                    st.pool_out[model.name] = out
+                    for i in out:
+                        pool.members[i].state.take_out(time.monotonic())
+                endpoints[model.name] = {url: {"classification": r.classification, "detail": r.detail}
+                                         for url, r in each}
+                self.problems += [f"WARNING model {model.name}: endpoint {line}; it is out of the pool, "
+                                  "tried again after its cool-down" for line in dead]
             st.probes[model.name] = (result.classification, result.detail)
             self.contexts[model.name] = context_window(provider)
         if st.probes:
@@ -156,7 +171,9 @@ class AgentFloorSession:
             out.mkdir(parents=True, exist_ok=True)
             data = {k: {"classification": c, "detail": d,
                         "context_window": self.contexts.get(k, (None, ""))[0],
-                        "context": self.contexts.get(k, (None, ""))[1]} for k, (c, d) in sorted(st.probes.items())}
+                        "context": self.contexts.get(k, (None, ""))[1],
+                        **({"endpoints": endpoints[k]} if k in endpoints else {})}
+                    for k, (c, d) in sorted(st.probes.items())}
             (out / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def all_records(self) -> list[dict[str, Any]]:

@@ -59,6 +59,8 @@ class Turn(BaseModel):
     reasoning_tokens: int | None = Field(None, description="reasoning tokens, where the server reports them")
     leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
     menu_size: int | None = Field(None, description="tool schemas shown in this request (pressure cells)")
+    endpoint: str | None = Field(None, description="the endpoint (redacted URL) that answered this turn; None "
+                                 "for in-process and replayed answers")
 
 
 class Trajectory(BaseModel):
@@ -83,6 +85,8 @@ class Trajectory(BaseModel):
     context_window: int | None = Field(None, description="tokens of context in force, when known")
     distractors: list[str] = Field(default_factory=list, description="distractor schemas on a pressure menu")
     lane: str | None = Field(None, description="pressure menu lane: fixed, or routed (oracle-assisted)")
+    endpoint_wait_s: float = Field(0.0, description="seconds the episode waited because an endpoint asked for a "
+                                   "pause (Retry-After), its own retries' pauses included")
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -101,6 +105,14 @@ class Trajectory(BaseModel):
         """Summed over the turns whose server reported them; None if none did."""
         known = [t.reasoning_tokens for t in self.turns if t.reasoning_tokens is not None]
         return sum(known) if known else None
+
+    @property
+    def endpoint(self) -> str | list[str | None] | None:
+        """The endpoint that served the episode, or each turn's when they differ (an endpoint pool)."""
+        seen = [t.endpoint for t in self.turns]
+        if not any(seen):
+            return None
+        return seen[0] if len(set(seen)) == 1 else seen
 
     @property
     def latency_s(self) -> float:

@@ -39,6 +39,7 @@ def fingerprint(config: "ModelConfig") -> str:
     """Public fingerprint of a judge configuration (no secrets: `public()` strips them)."""
     public = config.public()
     ident = {k: public.get(k) for k in FINGERPRINT_FIELDS}
+    ident["base_url"] = config.key_base_url()  # a pool's replicas do not change the judge
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 

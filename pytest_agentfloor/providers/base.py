@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Ty
 from urllib.parse import urlsplit
 
 from ..config import redact_text
+from .endpoints import HOLD_STATUSES, RETRY_AFTER_CAP_S, Endpoint, note_waited
+from .endpoints import endpoint as shared_endpoint
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -63,14 +65,16 @@ class ProviderError(Exception):
 
     Every message passes through `redact_text`, so a URL with credentials never reaches a
     terminal, a JUnit file or a record through an error. `retry_after` is the server's
-    Retry-After in seconds, when it sent one.
+    Retry-After in seconds, when it sent one; `status` the HTTP status, when there was one.
     """
 
-    def __init__(self, endpoint: str, cause: str, *, transient: bool, retry_after: float | None = None):
+    def __init__(self, endpoint: str, cause: str, *, transient: bool, retry_after: float | None = None,
+                 status: int | None = None):
         self.endpoint = redact_text(endpoint)
         self.cause = redact_text(cause)
         self.transient = transient
         self.retry_after = retry_after
+        self.status = status
         self.out_of_time = False  # set when the episode's deadline, not the endpoint, ended the attempts
         super().__init__(f"{self.endpoint}: {self.cause}")
 
@@ -136,10 +140,6 @@ def calls_so_far(messages: list[dict[str, Any]]) -> int:
     return sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
 
 
-#: the longest Retry-After honoured; a server asking for more gets the error instead
-RETRY_AFTER_CAP_S = 60.0
-
-
 def parse_retry_after(headers: Mapping[str, str] | None, now: Callable[[], float] = time.time) -> float | None:
     """Seconds from `retry-after-ms` or `Retry-After` (delta seconds or an HTTP date); None if absent or bad."""
     if not headers:
@@ -170,17 +170,26 @@ def backoff_delay(attempt: int, retry_after: float | None, *, base_s: float = 0.
 
 
 def with_retries(fn: Callable[[], T], *, retries: int, endpoint: str,
-                 backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> T:
+                 backoff_s: float = 0.5, sleep: Callable[[float], None] = time.sleep,
+                 failover: Callable[[ProviderError], bool] | None = None) -> T:
     """Call `fn`, retrying transient ProviderErrors with jittered exponential backoff.
 
     The server's Retry-After is honoured up to RETRY_AFTER_CAP_S; a retry that would start after
-    the episode's deadline (`time_left`) is not made: the last error stands.
+    the episode's deadline (`time_left`) is not made: the last error stands. `failover(error)`
+    (an endpoint pool) says whether another endpoint can take the request at once: then it is
+    tried without a pause and without counting as a retry.
     """
     attempt = 0
+    tries = 0
     while True:
         try:
             return fn()
         except ProviderError as exc:
+            tries += 1
+            if exc.transient and failover is not None and failover(exc):
+                left = time_left()
+                if left is None or left > 0:
+                    continue
             delay = backoff_delay(attempt, exc.retry_after, base_s=backoff_s)
             left = time_left()
             too_late = left is not None and delay >= left
@@ -190,13 +199,36 @@ def with_retries(fn: Callable[[], T], *, retries: int, endpoint: str,
                 if exc.transient and attempt < retries:
                     why = (f"; Retry-After {exc.retry_after:g}s is over the {RETRY_AFTER_CAP_S:g}s cap" if capped
                            else "; no time left in the episode for another attempt")
-                if attempt or why:
-                    err = exc.annotated(f"after {attempt + 1} attempts{why}")
+                if tries > 1 or why:
+                    err = exc.annotated(f"after {tries} attempts{why}")
                     err.out_of_time = exc.out_of_time or (too_late and not capped)
                     raise err from None
                 raise
             sleep(delay)
+            if exc.retry_after is not None:  # paused because the endpoint asked for it
+                note_waited(delay)
+                held = getattr(exc, "held", None)
+                if held is not None:
+                    shared_endpoint(held).waited_for()
             attempt += 1
+
+
+def await_endpoint(ep: Endpoint, name: str) -> None:
+    """Before a request: wait out the endpoint's Retry-After hold (shared by every episode of the
+    process), or end the episode as out of time when the hold outlasts its deadline."""
+    left = time_left()
+    if ep.wait_turn(left) is None:
+        error = ProviderError(name, f"the endpoint asked every request to wait {ep.held_for():.1f}s more "
+                              "(Retry-After), past the episode's deadline", transient=False)
+        error.out_of_time = True
+        raise error
+
+
+def hold_if_asked(ep: Endpoint, error: ProviderError) -> None:
+    """A 429 or 503 with Retry-After holds the endpoint for every episode of the process."""
+    if error.retry_after is not None and error.status in HOLD_STATUSES:
+        ep.hold(error.retry_after)
+        error.held = ep.url  # with_retries' own pause covers this hold: the retry does not wait for it again
 
 
 # -- hard wall-clock bounds ------------------------------------------------------------------
@@ -315,6 +347,10 @@ def make_provider(config: "ModelConfig", *, turns: int | None = None) -> Provide
     """
     import importlib
 
+    if config.is_pool:  # replicas of one model: one provider per URL behind a balancer
+        from .pool import make_pool
+
+        return make_pool(config, lambda replica: make_provider(replica, turns=turns))  # type: ignore[return-value]
     target = _REGISTRY.get(config.provider)
     if target is None:
         raise NotImplementedError(f"provider {config.provider!r} is not available yet")

@@ -58,7 +58,8 @@ class LimitedProvider:
 
 
 def limited(provider: Provider, config: "ModelConfig") -> Provider:
-    """`provider` behind the model's limits, or itself when it has none."""
-    if not (config.max_connections or config.rpm):
+    """`provider` behind the model's limits, or itself when it has none (or is a pool, whose
+    replicas each have their own: providers/pool.py)."""
+    if not (config.max_connections or config.rpm) or config.is_pool:
         return provider
     return LimitedProvider(provider, max_connections=config.max_connections, rpm=config.rpm)  # type: ignore[return-value]

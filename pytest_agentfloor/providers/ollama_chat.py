@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +25,10 @@ import pydantic
 
 from ..config import redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
+from .endpoints import endpoint as shared_endpoint
+from .endpoints import note_served
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
-                   RequestExpired, ToolCallOut,
+                   RequestExpired, ToolCallOut, await_endpoint, hold_if_asked,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 
@@ -121,7 +124,9 @@ class OllamaProvider(FreshClientOnExpiry):
         self.context_hint = (f"raise context_window of models.{config.name} in models.toml (sent to Ollama as "
                              f"options.num_ctx)" + ("" if config.context_window else
                                                     " or its context_window_max"))
-        self._retry_after: float | None = None
+        # the Retry-After of the last error response, per thread: the response hook runs in the
+        # thread that made the request, and many episodes share this provider (--agentfloor-concurrency)
+        self._seen = threading.local()
         self._secret: str | None = None
         headers: dict[str, str] = {}
         if config.api_key_env:  # e.g. Ollama behind an authenticating proxy, or ollama.com
@@ -134,6 +139,7 @@ class OllamaProvider(FreshClientOnExpiry):
             headers["Authorization"] = f"Bearer {value}"
         self._headers = headers
         self._client = self._make_client()
+        self._shared = shared_endpoint(self.host)  # the process's Retry-After hold and health of this URL
 
     def _make_client(self) -> "ollama.Client":
         extra: dict[str, Any] = {"event_hooks": {"response": [self._note_response]}}
@@ -142,7 +148,7 @@ class OllamaProvider(FreshClientOnExpiry):
         return ollama.Client(host=self.host, timeout=self.config.timeout_s, headers=self._headers, **extra)
 
     def _note_response(self, response: httpx.Response) -> None:
-        self._retry_after = parse_retry_after(response.headers) if response.status_code >= 400 else None
+        self._seen.retry_after = parse_retry_after(response.headers) if response.status_code >= 400 else None
 
     # -- context window -------------------------------------------------------------------------
     def num_ctx(self, case: "ResolvedCase | None" = None) -> int:
@@ -205,7 +211,17 @@ class OllamaProvider(FreshClientOnExpiry):
         self._client.close()
 
     # -- one attempt --------------------------------------------------------------------------
+    def _chat(self, client: "ollama.Client", request: dict[str, Any]) -> Any:
+        """client.chat in the request's own thread, its error carrying that response's Retry-After."""
+        self._seen.retry_after = None
+        try:
+            return client.chat(**request)
+        except ollama.ResponseError as exc:
+            exc.agentfloor_retry_after = getattr(self._seen, "retry_after", None)  # type: ignore[attr-defined]
+            raise
+
     def _once(self, request: dict[str, Any], first_id: int) -> Reply:
+        await_endpoint(self._shared, self.endpoint)
         start = time.perf_counter()
         bound = request_bound(self.config.timeout_s)
         if bound <= 0:
@@ -214,9 +230,8 @@ class OllamaProvider(FreshClientOnExpiry):
             raise error
         error: Exception | None = None
         client = self._client
-        self._retry_after = None
         try:
-            resp = call_within(lambda: client.chat(**request), bound, on_expire=self._abandon_client)
+            resp = call_within(lambda: self._chat(client, request), bound, on_expire=self._abandon_client)
         except RequestExpired:
             error = self._error(f"timed out after {seconds_text(bound)}s without a complete response", True)
         except ollama.ResponseError as exc:
@@ -227,7 +242,8 @@ class OllamaProvider(FreshClientOnExpiry):
             elif is_context_overflow(text):
                 error = ContextLimitError(self.endpoint, self._redact(f"HTTP {code}: {text}"), hint=self.context_hint)
             else:
-                error = self._error(f"HTTP {code}: {text}", code == 429 or code >= 500, self._retry_after)
+                error = self._error(f"HTTP {code}: {text}", code == 429 or code >= 500,
+                                    getattr(exc, "agentfloor_retry_after", None), status=code)
         except httpx.TimeoutException:
             error = self._error(f"timed out after {seconds_text(bound)}s", True)
         except httpx.RemoteProtocolError:
@@ -249,10 +265,13 @@ class OllamaProvider(FreshClientOnExpiry):
         except Exception as exc:  # nesting too deep for the JSON parser, a body of an odd shape, ...
             error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
         if error is not None:
+            if isinstance(error, ProviderError):
+                hold_if_asked(self._shared, error)
             # Raised outside the except block so the client's exception (which holds the
             # request, headers included) is not even reachable through __context__.
             raise error
         latency = time.perf_counter() - start
+        note_served(self.endpoint)
         try:
             return self._parse(resp, latency, first_id)
         except (MalformedReply, ProviderError):
@@ -264,8 +283,10 @@ class OllamaProvider(FreshClientOnExpiry):
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def _error(self, cause: str, transient: bool, retry_after: float | None = None) -> ProviderError:
-        return ProviderError(self.endpoint, self._redact(cause), transient=transient, retry_after=retry_after)
+    def _error(self, cause: str, transient: bool, retry_after: float | None = None,
+               status: int | None = None) -> ProviderError:
+        return ProviderError(self.endpoint, self._redact(cause), transient=transient, retry_after=retry_after,
+                             status=status)
 
     def _parse(self, resp: "ollama.ChatResponse", latency: float, first_id: int) -> Reply:
         message = resp.message

@@ -19,8 +19,10 @@ import openai
 
 from ..config import redact_url
 from ..context import LADDER_MAX_TURNS
+from .endpoints import endpoint as shared_endpoint
+from .endpoints import note_served
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
-                   RequestExpired, ToolCallOut,
+                   RequestExpired, ToolCallOut, await_endpoint, hold_if_asked,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 
@@ -94,6 +96,7 @@ class OpenAIProvider(FreshClientOnExpiry):
                              f"models.{config.name} in models.toml to match")
         self.direct = is_loopback(self.base_url)
         self._client = self._make_client()
+        self._shared = shared_endpoint(self.base_url)  # the process's Retry-After hold and health of this URL
 
     @property
     def context_window(self) -> int | None:
@@ -141,6 +144,7 @@ class OpenAIProvider(FreshClientOnExpiry):
 
     # -- one attempt --------------------------------------------------------------------------
     def _once(self, request: dict[str, Any], first_id: int) -> Reply:
+        await_endpoint(self._shared, self.endpoint)
         start = time.perf_counter()
         bound = request_bound(self.config.timeout_s)
         if bound <= 0:
@@ -167,16 +171,20 @@ class OpenAIProvider(FreshClientOnExpiry):
             else:
                 transient = code in _TRANSIENT_STATUS or code >= 500
                 error = self._error(f"HTTP {code}: {message}", transient,
-                                    retry_after=parse_retry_after(getattr(exc.response, "headers", None)))
+                                    retry_after=parse_retry_after(getattr(exc.response, "headers", None)),
+                                    status=code)
         except openai.APIResponseValidationError as exc:
             error = self._error(f"unreadable response: {_short(str(exc))}", False)
         except Exception as exc:  # empty or garbage body, nesting too deep for the JSON parser, ...
             error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
         if error is not None:
+            if isinstance(error, ProviderError):
+                hold_if_asked(self._shared, error)
             # Raised outside the except block so the client's exception (which holds the
             # request, headers included) is not even reachable through __context__.
             raise error
         latency = time.perf_counter() - start
+        note_served(self.endpoint)
         try:
             return self._parse(resp, latency, first_id)
         except (MalformedReply, ProviderError):
@@ -188,8 +196,10 @@ class OpenAIProvider(FreshClientOnExpiry):
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text  # servers sometimes echo the key
 
-    def _error(self, cause: str, transient: bool, retry_after: float | None = None) -> ProviderError:
-        return ProviderError(self.endpoint, self._redact(cause), transient=transient, retry_after=retry_after)
+    def _error(self, cause: str, transient: bool, retry_after: float | None = None,
+               status: int | None = None) -> ProviderError:
+        return ProviderError(self.endpoint, self._redact(cause), transient=transient, retry_after=retry_after,
+                             status=status)
 
     def _parse(self, resp: Any, latency: float, first_id: int) -> Reply:
         choices = getattr(resp, "choices", None)

@@ -1,0 +1,197 @@
+"""What a process knows about each endpoint (base URL), shared by every episode and provider of the process.
+
+- **Retry-After hold**: a 429 or 503 carrying Retry-After (seconds or an HTTP date) from any
+  request makes every request of the process to that endpoint wait until then (capped at
+  RETRY_AFTER_CAP_S, and never past the waiting episode's deadline), not only the retries of the
+  episode that got it: a rate-limited server is not hammered by the other episodes in flight.
+- **Health** (read by providers/pool.py): consecutive failures, eviction with a cool-down, and
+  the half-open trial that puts an endpoint back.
+- **The episode's account** (`EpisodeNet`, a context variable set by the episode loop): which
+  endpoint served the last request and how long the episode waited on endpoints' holds, for
+  the run record.
+
+Keyed by the configured URL (with any credentials; never written anywhere), so a judge and a
+model on the same server share one hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+#: the longest Retry-After honoured; a server asking for more gets the error instead (the hold is capped here)
+RETRY_AFTER_CAP_S = 60.0
+#: statuses whose Retry-After holds the whole endpoint: rate limited, or overloaded / restarting
+HOLD_STATUSES = frozenset({429, 503})
+#: consecutive failures (connection errors, timeouts, 5xx) after which a pool takes an endpoint out
+EVICT_AFTER = 3
+#: the first cool-down of an evicted endpoint; doubled by each failed trial, up to COOL_DOWN_MAX_S
+COOL_DOWN_S = 10.0
+COOL_DOWN_MAX_S = 300.0
+
+
+@dataclass
+class EpisodeNet:
+    """One episode's account of its requests: the endpoint of the last answer, seconds held."""
+    endpoint: str | None = None
+    waited_s: float = 0.0
+
+
+_NET: contextvars.ContextVar[EpisodeNet | None] = contextvars.ContextVar("agentfloor_net", default=None)
+
+
+@contextlib.contextmanager
+def episode_net() -> Iterator[EpisodeNet]:
+    """The account of the requests made inside the block (the episode loop opens one per episode)."""
+    net = EpisodeNet()
+    token = _NET.set(net)
+    try:
+        yield net
+    finally:
+        _NET.reset(token)
+
+
+def note_served(endpoint: str) -> None:
+    """The (redacted) endpoint that answered the current request."""
+    net = _NET.get()
+    if net is not None:
+        net.endpoint = endpoint
+
+
+def note_waited(seconds: float) -> None:
+    net = _NET.get()
+    if net is not None and seconds > 0:
+        net.waited_s += seconds
+
+
+@dataclass
+class Endpoint:
+    """The shared state of one base URL in this process."""
+    url: str
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: time.monotonic() before which no request may start (a Retry-After hold); 0: none
+    not_before: float = 0.0
+    #: requests handed to this endpoint and not yet answered (a pool's balance)
+    outstanding: int = 0
+    failures: int = 0  # consecutive
+    evicted_until: float | None = None  # None: in service
+    cool_down_s: float = COOL_DOWN_S
+    last_failure: float = 0.0
+    trial: bool = False  # the half-open trial request is in flight
+    served: int = 0
+    failed: int = 0
+
+    # -- Retry-After ----------------------------------------------------------------------------
+    def hold(self, retry_after: float, clock: Callable[[], float] = time.monotonic) -> float:
+        """Hold every request to this endpoint for `retry_after` seconds (capped); returns the hold used."""
+        seconds = min(max(0.0, retry_after), RETRY_AFTER_CAP_S)
+        with self.lock:
+            self.not_before = max(self.not_before, clock() + seconds)
+        return seconds
+
+    def held_for(self, clock: Callable[[], float] = time.monotonic) -> float:
+        """Seconds until this endpoint takes requests again (0 when it is not held)."""
+        return max(0.0, self.not_before - clock())
+
+    def wait_turn(self, time_left: float | None, *, clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] | None = None,
+                  rand: Callable[[], float] = random.random) -> float | None:
+        """Wait out a hold (plus up to 10 % jitter, so held episodes do not all return in the same
+        instant); returns the seconds waited, or None without waiting when the hold outlasts `time_left`.
+
+        A hold this thread already paused for (its own retry after the 429: `waited_for`) is not waited twice.
+        """
+        waited = 0.0
+        done = _covered().get(self.url, 0.0)
+        while True:  # a hold may be extended while we wait (another 429)
+            with self.lock:
+                until = self.not_before
+            left = until - clock()
+            if left <= 0 or until <= done:
+                return waited
+            if time_left is not None and waited + left >= time_left:
+                return None
+            pause = left * (1.0 + rand() / 10)
+            if time_left is not None:
+                pause = min(pause, time_left - waited)
+            (sleep or time.sleep)(pause)
+            note_waited(pause)
+            waited += pause
+            done = until
+
+    def waited_for(self) -> None:
+        """This thread has just paused for the endpoint's current hold (a retry's own Retry-After pause)."""
+        with self.lock:
+            _covered()[self.url] = self.not_before
+
+    # -- health -----------------------------------------------------------------------------------
+    def in_service(self, now: float) -> bool:
+        return self.evicted_until is None
+
+    def trial_due(self, now: float) -> bool:
+        """Evicted, its cool-down over and no trial in flight: it may take one request."""
+        return self.evicted_until is not None and now >= self.evicted_until and not self.trial
+
+    def succeeded(self) -> None:
+        with self.lock:
+            self.failures = 0
+            self.served += 1
+            self.evicted_until = None
+            self.cool_down_s = COOL_DOWN_S
+            self.trial = False
+
+    def take_out(self, now: float) -> None:
+        """Out of service for a cool-down at once (it failed the session's probe)."""
+        with self.lock:
+            self.failures = max(self.failures, EVICT_AFTER)
+            self.last_failure = now
+            self.trial = False
+            self.evicted_until = now + self.cool_down_s
+
+    def failed_once(self, now: float, *, evict_after: int = EVICT_AFTER) -> bool:
+        """Count a failure; returns True when this one took the endpoint out (or kept it out)."""
+        with self.lock:
+            self.failures += 1
+            self.failed += 1
+            self.last_failure = now
+            if self.trial:  # the half-open trial failed: out again, for longer
+                self.trial = False
+                self.cool_down_s = min(self.cool_down_s * 2, COOL_DOWN_MAX_S)
+                self.evicted_until = now + self.cool_down_s
+                return True
+            if self.evicted_until is None and self.failures >= evict_after:
+                self.evicted_until = now + self.cool_down_s
+                return True
+            if self.evicted_until is not None:
+                self.evicted_until = max(self.evicted_until, now + self.cool_down_s)
+                return True
+            return False
+
+
+_COVERED = threading.local()
+
+
+def _covered() -> dict[str, float]:
+    """Per thread: the hold (not_before) of each endpoint this thread has already paused for."""
+    got = getattr(_COVERED, "holds", None)
+    if got is None:
+        got = _COVERED.holds = {}
+    return got
+
+
+_REGISTRY: dict[str, Endpoint] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def endpoint(url: str) -> Endpoint:
+    """This process's one Endpoint for `url`."""
+    with _REGISTRY_LOCK:
+        ep = _REGISTRY.get(url)
+        if ep is None:
+            ep = _REGISTRY[url] = Endpoint(url)
+        return ep
