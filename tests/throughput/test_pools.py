@@ -230,3 +230,17 @@ def test_max_connections_holds_per_replica(cases: pytest.Pytester) -> None:
         result = cases.runpytest(*ITEMS, "--model", "fake", "--agentfloor-concurrency", "8", "--no-probe")
     assert result.parseoutcomes().get("passed") == 20
     assert one.peak == 1 and two.peak == 1
+
+
+def test_the_documented_pool_examples_load(tmp_path: Path) -> None:
+    """docs/scaling.md's toml block and models.toml's qwen-pool work as written."""
+    text = (REPO / "docs" / "scaling.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```toml\n")[1:]]
+    pool_blocks = [b for b in blocks if "base_url = [" in b]
+    assert pool_blocks
+    for n, block in enumerate(pool_blocks):
+        path = tmp_path / f"m{n}.toml"
+        path.write_text(block)
+        assert any(m.is_pool for m in load_models(path).values())
+    assert load_models(REPO / "models.toml")["qwen-pool"].base_urls == (
+        "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1")
