@@ -40,12 +40,13 @@ class LimitedProvider:
         if start > now:
             self._sleep(start - now)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, case: Any = None) -> Reply:
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, case: Any = None,
+                 **kwargs: Any) -> Reply:  # kwargs: the judge's json_reply
         if self._slots is not None:
             self._slots.acquire()
         try:
             self._wait_turn()
-            return self.inner.complete(messages, tools, case=case)
+            return self.inner.complete(messages, tools, case=case, **kwargs)
         finally:
             if self._slots is not None:
                 self._slots.release()

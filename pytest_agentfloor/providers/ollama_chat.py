@@ -25,12 +25,12 @@ import pydantic
 
 from ..config import redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
-from .endpoints import endpoint as shared_endpoint
-from .endpoints import note_served
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, hold_if_asked,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
+from .endpoints import endpoint as shared_endpoint
+from .endpoints import note_served
 
 if TYPE_CHECKING:
     from ..config import ModelConfig

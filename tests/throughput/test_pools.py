@@ -164,11 +164,13 @@ def test_a_failing_replica_is_taken_out_and_every_item_passes(cases: pytest.Pyte
     assert all(t["endpoint"] == good_url for r in recs for t in r["trajectory"]["turns"])
 
 
-def test_a_refusing_replica_fails_over_within_the_request() -> None:
+@pytest.mark.parametrize("wire", ["openai", "ollama"])
+def test_a_refusing_replica_fails_over_within_the_request(wire: str) -> None:
     """retries = 0, and still no error: a request moves to the next replica without counting as a retry."""
     with Correct() as good:
-        config = ModelConfig(name="m", provider="openai", model="tiny", retries=0, timeout_s=5,
-                             base_url=[dead_port_url(), good.server.openai_url])
+        urls = [dead_port_url(), good.server.openai_url] if wire == "openai" else \
+            [dead_port_url().removesuffix("/v1"), good.server.url]
+        config = ModelConfig(name="m", provider=wire, model="tiny", retries=0, timeout_s=5, base_url=urls)
         pool = make_provider(config)
         assert isinstance(pool, PooledProvider)
         for _ in range(6):
@@ -244,3 +246,15 @@ def test_the_documented_pool_examples_load(tmp_path: Path) -> None:
         assert any(m.is_pool for m in load_models(path).values())
     assert load_models(REPO / "models.toml")["qwen-pool"].base_urls == (
         "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1")
+
+
+def test_the_served_endpoint_is_noted_without_credentials() -> None:
+    from pytest_agentfloor.providers.endpoints import episode_net
+
+    with FakeModelServer() as srv:
+        secret_url = srv.openai_url.replace("http://", "http://user:s3cret@")
+        pool = make_provider(ModelConfig(name="m", provider="openai", model="tiny", retries=0,
+                                         base_url=[dead_port_url(), secret_url]))
+        with episode_net() as net:
+            pool.complete(USER, [], case=None)
+    assert net.endpoint == srv.openai_url and "s3cret" not in pool.endpoint
