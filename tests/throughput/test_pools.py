@@ -257,4 +257,4 @@ def test_the_served_endpoint_is_noted_without_credentials() -> None:
                                          base_url=[dead_port_url(), secret_url]))
         with episode_net() as net:
             pool.complete(USER, [], case=None)
-    assert net.endpoint == srv.openai_url and "s3cret" not in pool.endpoint
+        assert net.endpoint == srv.openai_url and "s3cret" not in pool.endpoint
