@@ -17,8 +17,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import ModelConfig, key_base_url
+from .config import ModelConfig, key_base_url, redact_url
 from .providers.base import Provider, ProviderError, Reply, ToolCallOut
+from .providers.endpoints import note_served, served_endpoint
 from .results import MAX_LINE_NOTES, OPTIONAL_PROPERTY_FIELDS, PROPERTY_FIELDS, RunLog, _line_problem, read_records
 
 if TYPE_CHECKING:
@@ -78,8 +79,12 @@ def _reply_from(data: Any) -> Reply:
     return Reply(**{**data, "tool_calls": [ToolCallOut(**c) for c in calls]})
 
 
-def read_cassette(path: Path) -> tuple[dict[str, Reply], list[str]]:
-    """Every usable entry of a cassette file by key, and a note naming each line that is not one."""
+def read_cassette(path: Path, endpoints: dict[str, str] | None = None) -> tuple[dict[str, Reply], list[str]]:
+    """Every usable entry of a cassette file by key, and a note naming each line that is not one.
+
+    `endpoints`, when given, is filled with the (redacted) endpoint that served each recorded
+    reply, where the entry names one: a replayed record names where the recording ran.
+    """
     index: dict[str, Reply] = {}
     problems: list[str] = []
     if not path.exists():
@@ -94,6 +99,8 @@ def read_cassette(path: Path) -> tuple[dict[str, Reply], list[str]]:
                     if not isinstance(got[0].get("key"), str):
                         raise ValueError("no 'key' string")
                     index[got[0]["key"]] = _reply_from(got[0].get("reply"))
+                    if endpoints is not None and isinstance(got[0].get("endpoint"), str):
+                        endpoints[got[0]["key"]] = redact_url(got[0]["endpoint"])
                 except (TypeError, ValueError) as exc:
                     problem = f"unusable cassette entry ({exc}), line ignored"
             if problem is not None:
@@ -112,18 +119,25 @@ class CassetteStore:
         self.path = path
         self._log = RunLog(path)
         self._index: dict[str, Reply] | None = None
+        self._endpoints: dict[str, str] = {}
         self.problems: list[str] = []
         self._loading = threading.Lock()  # episode threads (--concurrency) may ask first at once
 
     def lookup(self, key: str) -> Reply | None:
         with self._loading:
             if self._index is None:
-                self._index, self.problems = read_cassette(self.path)
+                self._index, self.problems = read_cassette(self.path, self._endpoints)
         return self._index.get(key)
 
+    def endpoint_of(self, key: str) -> str | None:
+        """The endpoint that served the recorded reply of `key`, when the cassette says."""
+        return self._endpoints.get(key)
+
     def add(self, key: str, reply: Reply, model: str, item: tuple[str, str, str, int | None] | None = None,
-            turn: int | None = None) -> None:
+            turn: int | None = None, endpoint: str | None = None) -> None:
         entry: dict[str, Any] = {"key": key, "model": model}
+        if endpoint:
+            entry["endpoint"] = redact_url(endpoint)
         if item is not None:
             entry.update(task=item[0], variant=item[1], instance=item[2], run=item[3], turn=turn)
         self._log.append({**entry, "reply": asdict(reply)})
@@ -160,7 +174,8 @@ class RecordingProvider:
         reply = self.inner.complete(messages, tools, case=case)
         item = _item(case, run)
         turn = sum(1 for m in messages if m.get("role") == "assistant")
-        self.store.add(request_key(self.config, messages, tools, item), reply, self.config.name, item, turn)
+        self.store.add(request_key(self.config, messages, tools, item), reply, self.config.name, item, turn,
+                       endpoint=served_endpoint())
         return reply
 
     def close(self) -> None:
@@ -188,6 +203,9 @@ class ReplayProvider:
                                 f"no recorded response for model {self.config.name!r}, {where} "
                                 f"turn {turn} (key {key[:12]}){skipped}",
                                 transient=False)
+        where = self.store.endpoint_of(key)
+        if where:
+            note_served(where)  # the record names where the recording ran, as it does its latency
         return reply
 
     def close(self) -> None:

@@ -59,8 +59,8 @@ class Turn(BaseModel):
     reasoning_tokens: int | None = Field(None, description="reasoning tokens, where the server reports them")
     leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
     menu_size: int | None = Field(None, description="tool schemas shown in this request (pressure cells)")
-    endpoint: str | None = Field(None, description="the endpoint (redacted URL) that answered this turn; None "
-                                 "for in-process and replayed answers")
+    endpoint: str | None = Field(None, description="the endpoint (redacted URL) that answered this turn "
+                                 "(replayed: the recording's, when its cassette says); None for in-process answers")
 
 
 class Trajectory(BaseModel):

@@ -63,6 +63,12 @@ def note_served(endpoint: str) -> None:
         net.endpoint = endpoint
 
 
+def served_endpoint() -> str | None:
+    """The endpoint noted for the current episode's last answer (None outside an episode)."""
+    net = _NET.get()
+    return None if net is None else net.endpoint
+
+
 def note_waited(seconds: float) -> None:
     net = _NET.get()
     if net is not None and seconds > 0:

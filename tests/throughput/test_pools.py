@@ -138,6 +138,8 @@ def test_replay_after_the_replicas_changed(cases: pytest.Pytester) -> None:
     cases.path.joinpath("models.toml").write_text(pool_toml([dead_port_url(), urls[1]]))
     replayed = cases.runpytest(*ITEMS, "--model", "fake", "--agentfloor-replay", "--agentfloor-concurrency", "4")
     assert replayed.parseoutcomes().get("passed") == 20
+    # the replayed records name where the recording ran, kept in the cassette
+    assert {t["endpoint"] for r in records(cases)[-20:] for t in r["trajectory"]["turns"]} <= set(urls)
 
 
 # -- a failing replica ---------------------------------------------------------------------------
