@@ -6,6 +6,11 @@ process, no xdist, and prints the median time per item from pytest's own logstar
 collection and reporting, from two run sizes so start-up cancels out.
 
     python benchmarks/bench_overhead.py [--items 2000] [--profile]
+    python benchmarks/bench_overhead.py --items 1000 --concurrency 1,16,64   # look-ahead on vs off
+
+The median logstart->logfinish is the figure issue 18 quotes (about 0.45 ms per item): scripted
+models play inline whatever --agentfloor-concurrency says, so with concurrency on it measures the
+cost of the look-ahead itself.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ def pytest_unconfigure(config):
 '''
 
 
-def run(items: int, workdir: Path, profile: Path | None = None) -> tuple[float, list[float]]:
+def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int = 1) -> tuple[float, list[float]]:
     out = workdir / "durations.json"
     env = {**os.environ, "AF_BENCH_OUT": str(out), "PYTHONPATH": os.pathsep.join([str(workdir), str(REPO)])}  # this checkout, not an installed copy
     args = [sys.executable]
@@ -45,7 +50,8 @@ def run(items: int, workdir: Path, profile: Path | None = None) -> tuple[float, 
     args += ["-m", "pytest", str(REPO / "cases" / "tier_A" / "A1.toml"), "--model", "oracle", "--variants", "v0",
              "--instances", "i0", "--runs", str(items), "-q", "-p", "no:cacheprovider", "-p", "timing_plugin",
              "--report-dir", str(workdir / "reports"), "--agentfloor-report", "none", "--rootdir", str(REPO),
-             "-o", "addopts=", "-p", "no:benchmark", "-p", "no:hypothesis"]
+             "-o", "addopts=", "-p", "no:benchmark", "-p", "no:hypothesis", "-p", "no:xdist",
+             "--agentfloor-concurrency", str(concurrency)]
     start = time.perf_counter()
     subprocess.run(args, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
@@ -59,6 +65,7 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--growth", action="store_true", help="amortised per-item cost at 100, 1,000 and 10,000 items")
+    ap.add_argument("--concurrency", default="1", help="comma-separated --agentfloor-concurrency values to measure")
     args = ap.parse_args()
     if args.growth:
         with tempfile.TemporaryDirectory() as tmp:
@@ -72,12 +79,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "timing_plugin.py").write_text(TIMING_PLUGIN)
-        small_wall, _ = run(100, work)
-        wall, durations = run(args.items, work)
-        median_ms = statistics.median(durations) * 1e3
-        amortised_ms = (wall - small_wall) / (args.items - 100) * 1e3
-        print(f"items={args.items} median per item (logstart->logfinish) = {median_ms:.3f} ms; "
-              f"amortised incl. collection+reporting = {amortised_ms:.3f} ms; total wall {wall:.2f} s")
+        for conc in [int(c) for c in args.concurrency.split(",")]:
+            load = os.getloadavg()[0]
+            small_wall, _ = run(100, work, concurrency=conc)
+            wall, durations = run(args.items, work, concurrency=conc)
+            median_ms = statistics.median(durations) * 1e3
+            amortised_ms = (wall - small_wall) / (args.items - 100) * 1e3
+            print(f"concurrency={conc} items={args.items} median per item (logstart->logfinish) = {median_ms:.3f} ms; "
+                  f"amortised incl. collection+reporting = {amortised_ms:.3f} ms; total wall {wall:.2f} s; "
+                  f"load {load:.1f}", flush=True)
         print(f"ratio vs inspect_ai's ~25 ms per mock sample: {25 / amortised_ms:.1f}x less overhead")
         if args.profile:
             prof = work / "prof.out"

@@ -9,8 +9,11 @@ memory (max RSS of one process) are reported.
     python benchmarks/bench_throughput.py --episodes 400 --delay 0.2 --settings c1,c16,c64,n8,n16
     python benchmarks/bench_throughput.py --episodes 1000 --delay 2 --settings c1000
     python benchmarks/bench_throughput.py --episodes 400 --oracle --settings c1,c16   # harness overhead
+    python benchmarks/bench_throughput.py --episodes 400 --settings c64 --repeat 3     # best and median of 3
 
 A setting is cN (one process, --agentfloor-concurrency N), nW (xdist -n W, --agentfloor-concurrency 1) or nWcN (both).
+Each figure carries the 1-minute load average before it ran: the machine is shared, so compare
+figures taken at similar load, and prefer the best of a few repeats.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,19 +60,22 @@ def parse_setting(text: str) -> tuple[int, int]:
     return int(m.group(1) or 0), int(m.group(2) or 1)
 
 
-def run(work: Path, model: str, runs: int, workers: int, conc: int) -> tuple[float, float, float, str]:
+def run(work: Path, model: str, runs: int, workers: int, conc: int) -> tuple[float, float, float, float, str]:
     cmd = [sys.executable, "-m", "pytest", "cases", "--model", model, "--agentfloor-runs", str(runs), "--instances", "i0",
            "--no-probe", "-q", "-p", "no:cacheprovider", "--agentfloor-report", "none", "-o", "addopts=",
            "--agentfloor-concurrency", str(conc)]
     cmd += ["-n", str(workers)] if workers else ["-p", "no:xdist"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=work, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_after = resource.getrusage(resource.RUSAGE_SELF)  # the fake server's threads live in this process
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    server_cpu = (server_after.ru_utime - server_before.ru_utime) + (server_after.ru_stime - server_before.ru_stime)
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
-    return wall, cpu, after.ru_maxrss / 1024, last
+    return wall, cpu, server_cpu, after.ru_maxrss / 1024, last
 
 
 def main() -> None:
@@ -77,6 +84,7 @@ def main() -> None:
     ap.add_argument("--delay", type=float, default=0.2, help="seconds the server waits before every answer")
     ap.add_argument("--settings", default="c1,c16,c64,n8,n16")
     ap.add_argument("--oracle", action="store_true", help="the in-process oracle instead of the server: harness cost")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per setting; prints each, then the best and the median")
     args = ap.parse_args()
     respond, per_run = responder_for_a1(args.delay)
     runs = max(1, round(args.episodes / per_run))
@@ -94,15 +102,20 @@ def main() -> None:
         for text in args.settings.split(","):
             workers, conc = parse_setting(text)
             inflight = max(1, workers) * conc
-            wall, cpu, rss, last = run(work, model, runs, workers, conc)
-            if args.oracle:
-                print(f"{text:>8}: wall {wall:6.2f} s  {1000 * wall / episodes:.3f} ms/item  cpu {cpu:6.2f} s  "
-                      f"peak rss {rss:5.0f} MB  [{last}]")
-            else:
-                ideal = episodes * TURNS * args.delay / inflight
-                print(f"{text:>8}: wall {wall:6.2f} s (ideal {ideal:5.2f} s)  cpu {cpu:6.2f} s  "
-                      f"peak rss {rss:5.0f} MB  [{last}]")
-
+            walls = []
+            for _ in range(max(1, args.repeat)):
+                load = os.getloadavg()[0]
+                wall, cpu, server_cpu, rss, last = run(work, model, runs, workers, conc)
+                walls.append(wall)
+                if args.oracle:
+                    head = f"wall {wall:6.2f} s  {1000 * wall / episodes:.3f} ms/item"
+                else:
+                    head = f"wall {wall:6.2f} s (ideal {episodes * TURNS * args.delay / inflight:5.2f} s)"
+                print(f"{text:>8}: {head}  cpu {cpu:6.2f} s  peak rss {rss:5.0f} MB  server cpu {server_cpu:5.2f} s  "
+                      f"load {load:4.1f}  [{last}]", flush=True)
+            if len(walls) > 1:
+                print(f"{text:>8}: best {min(walls):6.2f} s  median {statistics.median(walls):6.2f} s "
+                      f"of {len(walls)}", flush=True)
 
 if __name__ == "__main__":
     main()
