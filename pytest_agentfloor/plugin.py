@@ -233,6 +233,12 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist load with --agentfloor-concurrency: keep each worker's queue as deep as its look-ahead."""
+    return prefetch.make_scheduler(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     session = node.config.stash.get(session_key, None)
     if session is not None:

@@ -109,6 +109,49 @@ def _xdist_queue(config: pytest.Config) -> tuple[Any, list[Any]] | None:
     return None
 
 
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """On the xdist controller: `--dist load` that keeps every worker's queue as deep as its window.
+
+    xdist's load scheduler tops a worker up only when its queue runs low, and not at all while
+    items take 0.1 s or more and two are still queued. An item's time here is its wait for an
+    episode already in flight, so under that rule a worker's look-ahead shrinks to two items and
+    `-n 2 --agentfloor-concurrency 64` plays about two episodes per worker at a time. None (xdist's own
+    choice) for other --dist modes and without concurrency.
+    """
+    from .options import settings_key
+
+    settings = config.stash.get(settings_key, None)
+    concurrency = getattr(settings, "concurrency", 1)
+    if concurrency <= 1 or config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScheduling
+
+    class WindowedLoadScheduling(LoadScheduling):  # type: ignore[misc,valid-type]
+        depth = 2 * concurrency + 2  # the worker's window, the item running and the one xdist holds back
+
+        def schedule(self) -> None:
+            super().schedule()
+            for node in self.nodes:
+                self._top_up(node)
+
+        def check_schedule(self, node: Any, duration: float = 0) -> None:
+            super().check_schedule(node, 0.0)  # duration is time spent waiting for the episode, not work
+            self._top_up(node)
+
+        def _top_up(self, node: Any) -> None:
+            if node.shutting_down or not self.pending:
+                return
+            queued = len(self.node2pending[node])
+            if queued < self.depth:  # refill to twice the depth: one message per `depth` items, not per item
+                self._send_tests(node, 2 * self.depth - queued)
+            if not self.pending:  # everything is handed out: workers may finish their last items
+                for other in self.nodes:
+                    if not other.shutting_down:
+                        other.shutdown()
+
+    return WindowedLoadScheduling(config, log)
+
+
 def job_for(item: pytest.Item) -> Callable[[], Any] | None:
     """The episode of a case item worth playing ahead, or None (other tests, skips, in-process providers)."""
     job = getattr(item, "episode_job", None)

@@ -210,3 +210,70 @@ def test_concurrency_ini_setting(bench: pytest.Pytester, a1: A1Server) -> None:
     bench.makeini("[pytest]\nagentfloor_concurrency = 6\n")
     bench.runpytest(*A1, "--model", "fake")
     assert 1 < a1.peak <= 6
+
+
+def test_xdist_load_scheduling_keeps_each_worker_window_full(pytester: pytest.Pytester) -> None:
+    """xdist's --dist load stops topping a worker up while items take 0.1 s or more (an item waiting
+    for its prefetched episode does): each worker then plays about two episodes at a time. With
+    --agentfloor-concurrency the controller keeps every worker's queue as deep as its window."""
+    shutil.copytree(REPO / "cases" / "tier_A", pytester.path / "cases" / "tier_A", dirs_exist_ok=True)
+    with A1Server(delay_s=0.25) as slow:
+        pytester.path.joinpath("models.toml").write_text(
+            f'[models.fake]\nprovider = "openai"\nmodel = "tiny"\nbase_url = "{slow.server.openai_url}"\n'
+            "retries = 0\ntimeout_s = 30\n")
+        result = pytester.runpytest_subprocess("cases/tier_A/A1.toml", "--instances", "i0", "--agentfloor-runs", "4",
+                                               "--no-probe", "-p", "no:cacheprovider", "--model", "fake",
+                                               "--agentfloor-concurrency", "8", "-n", "2", "--dist", "load")
+    counts = result.parseoutcomes()
+    assert counts.get("passed", 0) + counts.get("failed", 0) == 20, result.outlines[-5:]
+    # xdist's own scheduling hands each worker 2 items at first and keeps it at about 2 (peak <= 4);
+    # with full windows one worker alone keeps up to 8 in flight
+    assert slow.peak > 4, slow.peak
+
+
+class _Node:
+    def __init__(self, name: str):
+        self.name, self.sent, self.shutting_down = name, [], False
+        self.gateway = type("Gateway", (), {"id": name})()
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_windowed_scheduler_tops_up_by_the_window_and_shuts_down_at_the_end(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    from pytest_agentfloor.prefetch import make_scheduler
+
+    config = pytester.parseconfigure("-p", "xdist", "--tx", "2*popen", "--dist", "load", "--agentfloor-concurrency", "4")
+    sched = make_scheduler(config, None)
+    assert sched is not None and sched.depth == 10  # 2 x 4 look-ahead, the running item and the held-back one
+    nodes = [_Node("gw0"), _Node("gw1")]
+    ids = [f"t{i}" for i in range(100)]
+    for node in nodes:
+        sched.add_node(node)
+        sched.add_node_collection(node, ids)
+    sched.schedule()
+    assert all(len(sched.node2pending[n]) >= sched.depth for n in nodes)
+    done = set()
+    while any(sched.node2pending[n] for n in nodes):
+        for node in nodes:
+            if sched.node2pending[node]:
+                index = sched.node2pending[node][0]
+                done.add(index)
+                sched.mark_test_complete(node, index, duration=0.5)  # long items: xdist alone would wait
+                if sched.pending:
+                    assert len(sched.node2pending[node]) >= sched.depth
+    assert done == set(range(100)) and not sched.pending
+    assert all(n.shutting_down for n in nodes)
+    assert sorted(nodes[0].sent + nodes[1].sent) == list(range(100))
+
+
+@pytest.mark.parametrize("args", [("--agentfloor-concurrency", "1"), ("--agentfloor-concurrency", "4", "--dist", "loadfile")])
+def test_xdist_keeps_its_own_scheduler_otherwise(pytester: pytest.Pytester, args: tuple[str, ...]) -> None:
+    pytest.importorskip("xdist")
+    from pytest_agentfloor.prefetch import make_scheduler
+
+    assert make_scheduler(pytester.parseconfigure("-p", "xdist", "--tx", "2*popen", *args), None) is None
