@@ -297,3 +297,23 @@ def test_the_completion_cap_field_follows_the_endpoint() -> None:
     assert (official._cap_field, compatible._cap_field) == ("max_completion_tokens", "max_tokens")
     official.close()
     compatible.close()
+
+
+def test_request_is_what_the_clients_create_would_send(server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provider posts its body through client.post, skipping create()'s walk of the body (CPU);
+    the server must see the same body and headers as from create() itself."""
+    monkeypatch.setenv("AGENTFLOOR_TEST_KEY", "sk-test-key")
+    p = make(server, api_key_env="AGENTFLOOR_TEST_KEY", seed=3, reasoning_effort="low", max_tokens=50)
+    history = USER + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": "lookup_record", "arguments": '{"record_id": "X"}'}}]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "{\"ok\": true}"}]
+    p.complete(history, TOOLS, case=None, json_reply=True)
+    ours = server.received[-1]
+    p._client.chat.completions.create(**ours.body)  # the same request through the typed method
+    theirs = server.received[-1]
+    p.close()
+    assert ours.body == theirs.body and ours.body["messages"] == history
+    volatile = {"x-stainless-retry-count", "x-stainless-read-timeout", "content-length", "idempotency-key"}
+    assert {k: v for k, v in ours.headers.items() if k not in volatile} == \
+           {k: v for k, v in theirs.headers.items() if k not in volatile}
+    assert ours.headers["authorization"] == "Bearer sk-test-key"
