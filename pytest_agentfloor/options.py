@@ -32,7 +32,7 @@ MAX_RUNS = 1000
 MAX_TOKEN_BUDGET = 100_000_000
 MAX_EPISODE_TIMEOUT_S = 7 * 24 * 3600.0
 #: chosen from benchmarks/bench_throughput.py (docs/scaling.md)
-DEFAULT_CONCURRENCY = 16
+DEFAULT_CONCURRENCY = 64
 MAX_CONCURRENCY = 4096
 
 
