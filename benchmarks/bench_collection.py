@@ -25,7 +25,7 @@ def main() -> None:
         (work / "models.toml").write_text("".join(f'[models.{m}]\nprovider = "scripted"\npolicy = "oracle"\n\n'
                                                   for m in MODELS))
         cmd = [sys.executable, "-m", "pytest", "cases", "--co", "-q", "-p", "no:cacheprovider", "--model",
-               ",".join(MODELS), "--runs", "5", "--instances", "i0"]
+               ",".join(MODELS), "--agentfloor-runs", "5", "--instances", "i0"]
         best = None
         for _ in range(3):
             start = time.perf_counter()

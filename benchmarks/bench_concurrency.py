@@ -61,7 +61,7 @@ def main() -> None:
             runs = max(1, round(args.items_per_worker * n / per_run))
             items = runs * per_run
             ideal = items * turns * DELAY_S / n
-            cmd = [sys.executable, "-m", "pytest", "cases", "--model", "slow", "--runs", str(runs), "--instances", "i0", "--no-probe", "-q",
+            cmd = [sys.executable, "-m", "pytest", "cases", "--model", "slow", "--agentfloor-runs", str(runs), "--instances", "i0", "--no-probe", "-q",
                    "-p", "no:cacheprovider", "--agentfloor-report", "none", "-o", "addopts="]
             cmd += ["-n", str(n)] if n > 1 else ["-p", "no:xdist"]
             start = time.perf_counter()

@@ -41,7 +41,7 @@ def pytest(work: Path, items: int, *extra: str, kill_after: int = 0) -> tuple[fl
     out.unlink(missing_ok=True)
     env = {**os.environ, "AF_BENCH_OUT": str(out), "PYTHONPATH": str(work), "AF_KILL_AFTER": str(kill_after)}
     cmd = [sys.executable, "-m", "pytest", "cases", "--model", "oracle", "--variants", "v0", "--instances", "i0",
-           "--runs", str(items), "-q", "-p", "no:cacheprovider", "-p", "timing", "--agentfloor-report", "none",
+           "--agentfloor-runs", str(items), "-q", "-p", "no:cacheprovider", "-p", "timing", "--agentfloor-report", "none",
            *extra]
     start = time.perf_counter()
     subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -48,8 +48,8 @@ def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int
     if profile:
         args += ["-m", "cProfile", "-o", str(profile)]
     args += ["-m", "pytest", str(REPO / "cases" / "tier_A" / "A1.toml"), "--model", "oracle", "--variants", "v0",
-             "--instances", "i0", "--runs", str(items), "-q", "-p", "no:cacheprovider", "-p", "timing_plugin",
-             "--report-dir", str(workdir / "reports"), "--agentfloor-report", "none", "--rootdir", str(REPO),
+             "--instances", "i0", "--agentfloor-runs", str(items), "-q", "-p", "no:cacheprovider", "-p", "timing_plugin",
+             "--agentfloor-report-dir", str(workdir / "reports"), "--agentfloor-report", "none", "--rootdir", str(REPO),
              "-o", "addopts=", "-p", "no:benchmark", "-p", "no:hypothesis", "-p", "no:xdist",
              "--agentfloor-concurrency", str(concurrency)]
     start = time.perf_counter()
