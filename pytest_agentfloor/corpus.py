@@ -231,6 +231,8 @@ def resume_key(model: str, task: str, variant: str, instance: str, run: int, cas
 
 def record_key(r: dict[str, Any]) -> str:
     """The resume key of a stored record (KeyError, TypeError or ValueError if a field is missing or wrong)."""
+    if not isinstance(r["config"], dict):  # a hand-edited `"config": null` must not crash the resume
+        raise TypeError("'config' is not an object")
     return resume_key(*(_text(r[k]) for k in ("model", "task", "variant", "instance")), int(r["run"]),
                       _text(r["case_hash"]), config_fingerprint(r["config"], r.get("protocol_params")))
 

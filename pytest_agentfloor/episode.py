@@ -89,7 +89,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
     ]
     traj = Trajectory(
         case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
-        model=model, tools=list(offered), messages=messages, protocol=protocol.name,
+        model=model, tools=list(offered), protocol=protocol.name,
         turn_budget=limits.turns, call_limit=limits.calls, token_budget=limits.tokens,
         distractors=list(distractors), lane=pc.lane if pc is not None else None,
     )
@@ -174,7 +174,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
                     stop = "malformed_call"
                     break
                 messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
-                                 "content": json.dumps(call.result, sort_keys=True)})
+                                 "content": deliver(call.result, encoding)})
                 continue
             call.arguments = parsed if refused is None else None
             call.distractor = out.name in distractors
@@ -193,7 +193,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
             elif call.distractor:
                 from .pressure.catalogue import distractor_result
 
-                call.result = distractor_result(out.name, parsed)
+                call.result = distractor_result(out.name)
             else:
                 try:
                     call.result = sandbox.call(out.name, parsed)
@@ -204,12 +204,10 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
                 seen.add(key)
             call.malformed = call.result.get("error_type") == "invalid_arguments"
             messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
-                             "content": json.dumps(call.result, sort_keys=True) if pc is None
-                             else deliver(call.result, encoding)})
-            if narrow is not None and out.name in offered and call.result.get("error_type") not in (
-                    "invalid_arguments", "unknown_tool"):
+                             "content": deliver(call.result, encoding)})
+            if narrow is not None and out.name in offered and call.result.get("error_type") != "invalid_arguments":
                 tools = narrow  # routed lane: the first executed operational call narrows the menu
-        if stop:
+        if stop is not None:
             termination = stop
             break
         if sandbox.submissions and not case.needs_answer:

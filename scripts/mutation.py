@@ -34,8 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 MODULES: dict[str, tuple[list[str], list[str]]] = {
     "grading": (["pytest_agentfloor/grading/*"], ["tests/test_grading.py", "tests/test_ladder_audit.py",
                                                  "tests/test_cascade.py"]),
-    "episode": (["pytest_agentfloor/episode.py"], ["tests/test_episode.py", "tests/test_grading.py"]),
-    "corpus": (["pytest_agentfloor/corpus.py"], ["tests/test_resume_keys.py", "tests/test_corpus.py::TestRecordReplay"]),
+    "episode": (["pytest_agentfloor/episode.py"], ["tests/test_episode_loop.py", "tests/test_episode.py"]),
+    "corpus": (["pytest_agentfloor/corpus.py"], ["tests/test_cassettes.py", "tests/test_resume_keys.py",
+                                                 "tests/test_corpus.py::TestRecordReplay"]),
     "results": (["pytest_agentfloor/results.py"], ["tests/test_records.py", "tests/test_results_units.py"]),
     "config": (["pytest_agentfloor/config.py"], ["tests/test_config.py", "tests/test_records.py"]),
     "stats": (["pytest_agentfloor/stats/*"], ["tests/stats"]),

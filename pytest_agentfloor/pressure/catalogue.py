@@ -88,7 +88,7 @@ DISTRACTORS: dict[str, dict[str, Any]] = {
 DISTRACTOR_NAMES: tuple[str, ...] = tuple(DISTRACTORS)
 
 
-def distractor_result(name: str, args: dict[str, Any]) -> dict[str, Any]:
+def distractor_result(name: str) -> dict[str, Any]:
     """Well-formed and useless: the right shape for the tool, and nothing a family needs."""
     system = name.split("_", 1)[0]
     if "_search_" in name or "_list_" in name:
