@@ -40,9 +40,9 @@ SYSTEM_PROMPTS["structured"] = SYSTEM_PROMPTS["default"] + (
 _LEAK = re.compile(r"(<tool_call>|\"(name|function)\"\s*:\s*\"(" + "|".join(TOOL_NAMES) + r")\")")
 
 
-def _canonical(name: str, args: dict[str, Any] | None, raw: str) -> str:
-    if args is None:
-        return f"{name}:{raw}"
+def _canonical(name: str, args: dict[str, Any] | None) -> str:
+    """The call's identity for repetition: tool and arguments in any key order. Refused arguments
+    (None) give `name:null`, which no successful call's key equals."""
     return f"{name}:{json.dumps(args, sort_keys=True)}"
 
 
@@ -174,12 +174,12 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
                     stop = "malformed_call"
                     break
                 messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
-                                 "content": deliver(call.result, encoding)})
+                                 "content": json.dumps(call.result, sort_keys=True)})
                 continue
             call.arguments = parsed if refused is None else None
             call.distractor = out.name in distractors
             call.hallucinated = out.name not in offered and not call.distractor
-            key = _canonical(out.name, call.arguments, out.arguments)
+            key = _canonical(out.name, call.arguments)
             call.repeated = key in seen  # retrying after an error is recovery, not repetition
             n_calls += 1
             if limits.calls is not None and n_calls > limits.calls:

@@ -115,7 +115,7 @@ def test_an_unusable_entry_is_named_and_skipped(tmp_path: Path, bad: Any, why: s
 
 def test_usable_edge_values(tmp_path: Path) -> None:
     path = write(tmp_path / "c.jsonl", entry("a", content=None, tokens_in=0, busy_s=None, latency_s=0.25),
-                 entry("b", tool_calls=[]))
+                 "", entry("b", tool_calls=[]))  # a blank line is no entry and no problem
     index, problems = read_cassette(path)
     assert problems == [] and index["a"] == Reply(content=None, latency_s=0.25) and index["b"] == Reply(content="hi")
 
@@ -154,7 +154,7 @@ def test_recording_stores_each_reply_under_its_item_and_turn(tmp_path: Path) -> 
     store = CassetteStore(tmp_path / "cassettes.jsonl")
     live = Live(config, Reply(content="one", tokens_in=3), Reply(content="two"))
     rec = RecordingProvider(live, store)
-    assert rec.config is config
+    assert rec.config is config and rec.at_run(4).config is config
     got = rec.at_run(4).complete(MESSAGES, TOOLS, case=case)
     assert got == Reply(content="one", tokens_in=3) and live.cases == [case]
     rec.complete([], [], case=None)  # the session's probe: no item
@@ -228,14 +228,17 @@ def test_the_resume_key_of_a_record() -> None:
     assert record_key(old) == "m|B1|v0|i0|3|h|" + sha('{"name": "m"}')[:16]
 
 
-@pytest.mark.parametrize("field,value,error", [("model", 1, TypeError), ("task", None, TypeError),
-                                               ("variant", ["v0"], TypeError), ("instance", 0, TypeError),
-                                               ("case_hash", 1, TypeError), ("run", "x", ValueError),
-                                               ("run", None, TypeError), ("config", None, TypeError),
-                                               ("config", [], TypeError)])
-def test_a_record_with_a_wrong_field_has_no_key(field: str, value: Any, error: type) -> None:
-    with pytest.raises(error):
+@pytest.mark.parametrize("field,value,error,message", [
+    ("model", 1, TypeError, "expected a string"), ("task", None, TypeError, "expected a string"),
+    ("variant", ["v0"], TypeError, "expected a string"), ("instance", 0, TypeError, "expected a string"),
+    ("case_hash", 1, TypeError, "expected a string"), ("run", "x", ValueError, "invalid literal"),
+    ("run", None, TypeError, "int"), ("config", None, TypeError, "'config' is not an object"),
+    ("config", [], TypeError, "'config' is not an object")])
+def test_a_record_with_a_wrong_field_has_no_key(field: str, value: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
         record_key({**RECORD, field: value})
+    with pytest.raises(KeyError):
+        record_key({k: v for k, v in RECORD.items() if k != field})
 
 
 def test_completed_records_keeps_results_and_reruns_the_rest(tmp_path: Path) -> None:
