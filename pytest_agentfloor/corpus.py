@@ -250,10 +250,10 @@ def completed_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]
             continue
         try:
             key = record_key(r)
-            missing = [k for k in PROPERTY_FIELDS if k not in r and k not in OPTIONAL_PROPERTY_FIELDS]
-            if missing:
-                raise KeyError(missing[0])
         except (KeyError, TypeError, ValueError):
+            incomplete += 1
+            continue
+        if any(k not in r for k in PROPERTY_FIELDS if k not in OPTIONAL_PROPERTY_FIELDS):
             incomplete += 1
             continue
         done[key] = r

@@ -103,6 +103,7 @@ def test_a_missing_cassette_is_empty(tmp_path: Path) -> None:
     (entry(finish_reason=1), "'reply.finish_reason' must be a string"),
     (entry(tokens_in=-1), "'reply.tokens_in' must be a non-negative number"),
     (entry(tokens_in=True), "'reply.tokens_in' must be a non-negative number"),
+    (entry(tool_calls=[], tokens_out=-2), "'reply.tokens_out' must be a non-negative number"),  # checked after the calls
     (entry(latency_s="1"), "'reply.latency_s' must be a non-negative number"),
     ('{"key": "k", "reply": {"content": "x", "latency_s": NaN}}', "'reply.latency_s' must be a non-negative number"),
 ])
@@ -138,10 +139,11 @@ def test_the_last_entry_for_a_key_wins(tmp_path: Path) -> None:
 # -- record and replay ----------------------------------------------------------------------------
 class Live:
     def __init__(self, config: ModelConfig, *replies: Reply):
-        self.config, self.replies, self.closed, self.cases = config, list(replies), False, []
+        self.config, self.replies, self.closed, self.cases, self.sent = config, list(replies), False, [], []
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, case: Any) -> Reply:
         self.cases.append(case)
+        self.sent.append((messages, tools))
         return self.replies.pop(0)
 
     def close(self) -> None:
@@ -156,7 +158,7 @@ def test_recording_stores_each_reply_under_its_item_and_turn(tmp_path: Path) -> 
     rec = RecordingProvider(live, store)
     assert rec.config is config and rec.at_run(4).config is config
     got = rec.at_run(4).complete(MESSAGES, TOOLS, case=case)
-    assert got == Reply(content="one", tokens_in=3) and live.cases == [case]
+    assert got == Reply(content="one", tokens_in=3) and live.cases == [case] and live.sent == [(MESSAGES, TOOLS)]
     rec.complete([], [], case=None)  # the session's probe: no item
     rec.close()
     store.close()
@@ -185,7 +187,7 @@ def test_replay_serves_what_was_recorded_for_the_same_run_only(tmp_path: Path) -
     path = tmp_path / "cassettes.jsonl"
     assert str(miss.value) == (f"replay:{path}: no recorded response for model 'remote', case B1 v0-i0-r2 "
                                f"turn 2 (key {key[:12]})")
-    assert not miss.value.transient
+    assert miss.value.transient is False  # a miss is final: retrying cannot find a reply
 
 
 def test_a_replay_miss_names_the_probe_and_the_unusable_lines(tmp_path: Path) -> None:
@@ -203,6 +205,7 @@ def test_a_replay_miss_names_the_probe_and_the_unusable_lines(tmp_path: Path) ->
 def test_the_store_reads_its_file_once(tmp_path: Path) -> None:
     path = write(tmp_path / "cassettes.jsonl", entry("k", content="first"))
     store = CassetteStore(path)
+    assert store.problems == []  # nothing read yet, nothing to report
     assert store.lookup("k").content == "first"
     write(path, entry("k", content="changed"))
     assert store.lookup("k").content == "first" and store.lookup("other") is None
@@ -231,12 +234,13 @@ def test_the_resume_key_of_a_record() -> None:
 @pytest.mark.parametrize("field,value,error,message", [
     ("model", 1, TypeError, "expected a string"), ("task", None, TypeError, "expected a string"),
     ("variant", ["v0"], TypeError, "expected a string"), ("instance", 0, TypeError, "expected a string"),
-    ("case_hash", 1, TypeError, "expected a string"), ("run", "x", ValueError, "invalid literal"),
-    ("run", None, TypeError, "int"), ("config", None, TypeError, "'config' is not an object"),
+    ("case_hash", 1, TypeError, "expected a string"), ("run", "x", ValueError, None),
+    ("run", None, TypeError, None), ("config", None, TypeError, "'config' is not an object"),
     ("config", [], TypeError, "'config' is not an object")])
-def test_a_record_with_a_wrong_field_has_no_key(field: str, value: Any, error: type, message: str) -> None:
-    with pytest.raises(error, match=message):
+def test_a_record_with_a_wrong_field_has_no_key(field: str, value: Any, error: type, message: str | None) -> None:
+    with pytest.raises(error) as exc:
         record_key({**RECORD, field: value})
+    assert message is None or str(exc.value) == message
     with pytest.raises(KeyError):
         record_key({k: v for k, v in RECORD.items() if k != field})
 
