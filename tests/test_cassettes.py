@@ -254,15 +254,16 @@ def test_completed_records_keeps_results_and_reruns_the_rest(tmp_path: Path) -> 
             {k: v for k, v in RECORD.items() if k not in ("busy_s", "usage_invalid")} | {"run": 6, "n": 6},
             {k: v for k, v in RECORD.items() if k != "facets"} | {"run": 7, "n": 7},  # required: runs again
             {**RECORD, "run": 8, "model": 8, "n": 8},  # wrong type: runs again
-            {**RECORD, "run": 9, "config": None, "n": 9}]  # hand-edited: runs again, no crash
+            {**RECORD, "run": 9, "config": None, "n": 9},  # hand-edited: runs again, no crash
+            {k: v for k, v in RECORD.items() if k != "tier"} | {"run": 10, "n": 10}]
     path = write(tmp_path / "runs.jsonl", *rows)
     with path.open("a") as fh:
         fh.write('{"torn')  # a writer killed mid-line
     done, problems = completed_records(path)
     assert sorted(r["n"] for r in done.values()) == [1, 6]
     assert done[record_key(rows[0])]["n"] == 1
-    assert problems == [f"{path}:10: truncated last line ignored",
-                        f"{path}: 3 record(s) lacking fields a resume needs were ignored (they run again)"]
+    assert problems == [f"{path}:11: truncated last line ignored",
+                        f"{path}: 4 record(s) lacking fields a resume needs were ignored (they run again)"]
 
 
 def test_completed_records_of_a_clean_file_has_no_notes(tmp_path: Path) -> None:
