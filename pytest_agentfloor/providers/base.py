@@ -254,20 +254,63 @@ def time_left() -> float | None:
 
 
 class FreshClientOnExpiry:
-    """Mixin of the HTTP providers: a request that outlived its hard bound abandons its client
-    (closing its connections) and every later request uses a fresh one from ``_make_client``."""
+    """Mixin of the HTTP providers: a request that outlived its hard bound abandons its client and
+    every later request uses a fresh one from ``_make_client``.
+
+    Under concurrency one client serves many requests at once, so the abandoned client is closed
+    (killing the expired request's socket) only when its other requests have returned, never
+    under them."""
 
     _client: Any
 
     def _make_client(self) -> Any:
         raise NotImplementedError
 
-    def _abandon_client(self) -> None:
-        old, self._client = self._client, self._make_client()
+    def _start_client(self) -> None:
+        self._client = self._make_client()
+        self._client_lock = threading.Lock()
+        self._in_flight: dict[int, int] = {}  # id(client) -> its requests not yet returned
+        self._retired: set[int] = set()  # abandoned clients waiting for their last request
+
+    @contextlib.contextmanager
+    def _client_for_request(self) -> Iterator[tuple[Any, Callable[[], None]]]:
+        """The client for one request, and the `on_expire` that abandons it (for call_within)."""
+        with self._client_lock:
+            client = self._client
+            self._in_flight[id(client)] = self._in_flight.get(id(client), 0) + 1
+        expired = False
+
+        def on_expire() -> None:
+            nonlocal expired
+            expired = True
+            fresh = self._make_client()
+            with self._client_lock:
+                if self._client is client:
+                    self._client, fresh = fresh, None
+                    self._retired.add(id(client))
+            if fresh is not None:  # another request abandoned this client first
+                fresh.close()
+            self._release(client)  # the expired request counts as returned: its socket should die
+
         try:
-            old.close()
-        except Exception:
-            pass
+            yield client, on_expire
+        finally:
+            if not expired:
+                self._release(client)
+
+    def _release(self, client: Any) -> None:
+        with self._client_lock:
+            left = self._in_flight.pop(id(client)) - 1
+            if left:
+                self._in_flight[id(client)] = left
+            close = not left and id(client) in self._retired
+            if close:
+                self._retired.discard(id(client))
+        if close:
+            try:
+                client.close()
+            except Exception:
+                pass
 
 
 class RequestExpired(Exception):

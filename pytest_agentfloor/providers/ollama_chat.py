@@ -138,7 +138,7 @@ class OllamaProvider(FreshClientOnExpiry):
             self._secret = value
             headers["Authorization"] = f"Bearer {value}"
         self._headers = headers
-        self._client = self._make_client()
+        self._start_client()
         self._shared = shared_endpoint(self.host)  # the process's Retry-After hold and health of this URL
 
     def _make_client(self) -> "ollama.Client":
@@ -173,10 +173,10 @@ class OllamaProvider(FreshClientOnExpiry):
 
     def _ask_model_max(self) -> int | None:
         """The model's context length from /api/show (`<arch>.context_length`), or None if unknown."""
-        client = self._client
         try:
-            info = call_within(lambda: client.show(self.config.model), request_bound(self.config.timeout_s),
-                               on_expire=self._abandon_client)
+            with self._client_for_request() as (client, on_expire):
+                info = call_within(lambda: client.show(self.config.model), request_bound(self.config.timeout_s),
+                                   on_expire=on_expire)
             for key, value in (getattr(info, "modelinfo", None) or {}).items():
                 if str(key).endswith(".context_length") and isinstance(value, int) and value > 0:
                     return value
@@ -229,9 +229,9 @@ class OllamaProvider(FreshClientOnExpiry):
             error.out_of_time = True
             raise error
         error: Exception | None = None
-        client = self._client
         try:
-            resp = call_within(lambda: self._chat(client, request), bound, on_expire=self._abandon_client)
+            with self._client_for_request() as (client, on_expire):
+                resp = call_within(lambda: self._chat(client, request), bound, on_expire=on_expire)
         except RequestExpired:
             error = self._error(f"timed out after {seconds_text(bound)}s without a complete response", True)
         except ollama.ResponseError as exc:

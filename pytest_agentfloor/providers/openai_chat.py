@@ -99,7 +99,7 @@ class OpenAIProvider(FreshClientOnExpiry):
                              f"(llama-server --ctx-size, vLLM --max-model-len) and set context_window of "
                              f"models.{config.name} in models.toml to match")
         self.direct = is_loopback(self.base_url)
-        self._client = self._make_client()
+        self._start_client()
         self._shared = shared_endpoint(self.base_url)  # the process's Retry-After hold and health of this URL
 
     @property
@@ -156,9 +156,9 @@ class OpenAIProvider(FreshClientOnExpiry):
             error.out_of_time = True
             raise error
         error: Exception | None = None
-        client = self._client
         try:
-            resp = call_within(lambda: _post_completion(client, request, bound), bound, on_expire=self._abandon_client)
+            with self._client_for_request() as (client, on_expire):
+                resp = call_within(lambda: _post_completion(client, request, bound), bound, on_expire=on_expire)
         except RequestExpired:
             error = self._error(f"timed out after {seconds_text(bound)}s without a complete response", True)
         except openai.APITimeoutError:

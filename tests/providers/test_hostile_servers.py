@@ -19,7 +19,7 @@ from pytest_agentfloor.providers.base import ProviderError, backoff_delay, parse
 from pytest_agentfloor.providers.ollama_chat import OllamaProvider
 from pytest_agentfloor.providers.openai_chat import OpenAIProvider
 from pytest_agentfloor.suite.loader import load_case, resolve
-from tests.fakeserver import FakeModelServer, raw, reply, status, trickle
+from tests.fakeserver import FakeModelServer, raw, reply, stall, status, trickle
 
 REPO = Path(__file__).resolve().parents[2]
 B1 = REPO / "cases" / "tier_B" / "B1.toml"
@@ -173,6 +173,50 @@ def test_the_episode_timeout_bounds_a_request_in_flight(server: FakeModelServer,
     # the request got what was left of the episode's second (less, on a loaded machine)
     assert re.search(r"timed out after (0\.\d|1)s", traj.error), traj.error
     assert len(server.requests) == 1  # no retry is started after the episode's deadline
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_an_expired_request_does_not_break_the_others_in_flight(server: FakeModelServer, wire: str) -> None:
+    """Under concurrency one provider serves many episodes at once: the request that outlives its
+    bound abandons the client, but a request already in flight on it must still get its reply."""
+    import threading
+
+    answered = threading.Event()
+    order = iter([trickle(0.3, 2, reply(content="x" * 200)), stall(0.9, reply(content="late but whole"))])
+    server.responder = lambda _: next(order, reply(content="later"))
+    provider = make(wire, server, timeout_s=1.2)
+    outcome: dict[str, Any] = {}
+
+    def slow() -> None:
+        try:
+            outcome["slow"] = provider.complete(USER, [])
+        except ProviderError as exc:
+            outcome["slow"] = exc
+        answered.set()
+
+    first = threading.Thread(target=lambda: outcome.setdefault("first", _attempt(provider)))
+    first.start()
+    while len(server.requests) < 1:  # the trickled request is in flight
+        time.sleep(0.01)
+    time.sleep(0.6)  # the second request starts late enough to be in flight when the first expires
+    second = threading.Thread(target=slow)
+    second.start()
+    first.join(10)
+    answered.wait(10)
+    second.join(10)
+    assert isinstance(outcome["first"], ProviderError) and "timed out" in str(outcome["first"])
+    # the second request was on the abandoned client when the first expired, and still completed
+    assert not isinstance(outcome["slow"], Exception), outcome["slow"]
+    assert outcome["slow"].content == "late but whole"
+    assert provider.complete(USER, []).content == "later"  # the fresh client serves what comes next
+    provider.close()
+
+
+def _attempt(provider: Any) -> Any:
+    try:
+        return provider.complete(USER, [])
+    except ProviderError as exc:
+        return exc
 
 
 def test_call_within_returns_raises_and_expires() -> None:
