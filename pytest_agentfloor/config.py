@@ -19,6 +19,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ProviderName = Literal["scripted", "openai", "ollama", "local", "replay"]
+MAX_SLOTS = 64  # llama-server slots: each holds a whole episode's context in memory
+MAX_THREADS = 256
 
 SCRIPTED_POLICIES: tuple[str, ...] = (
     "oracle",
@@ -79,6 +81,12 @@ class ModelConfig(BaseModel):
     max_connections: int | None = Field(None, gt=0, description="requests this process sends the endpoint at once "
                                         "(all episodes share it; None: no limit beyond --concurrency)")
     rpm: float | None = Field(None, gt=0, description="requests per minute this process sends the endpoint at most")
+    slots: int | None = Field(None, gt=0, le=MAX_SLOTS, description="embedded server only: llama-server "
+                              "--parallel, the episodes it serves at once (each slot gets the full context)")
+    threads: int | None = Field(None, gt=0, le=MAX_THREADS, description="embedded server only: llama-server "
+                                "--threads (generation)")
+    threads_batch: int | None = Field(None, gt=0, le=MAX_THREADS, description="embedded server only: "
+                                      "llama-server --threads-batch (prompt reading; default: as threads)")
     retries: int = Field(2, ge=0)
     system_prompt: Literal["default", "explicit_submission", "structured"] = "default"
     params_b: float | None = Field(None, ge=0, description="parameter count in billions, for recipes")
@@ -114,6 +122,11 @@ class ModelConfig(BaseModel):
         if self.is_pool and self.provider not in ("openai", "ollama"):
             raise ValueError(f"base_url: a list of URLs (an endpoint pool) is for providers openai and ollama, "
                              f"not {self.provider!r}; give one URL string")
+        server = [f for f in self.SERVER_FIELDS if getattr(self, f) is not None]
+        if server and (self.provider != "local" or self.base_url):
+            raise ValueError(f"{' and '.join(server)}: for the embedded model server only (provider = \"local\" "
+                             f"without base_url); a server you run yourself has its own settings, and "
+                             f"max_connections limits the requests sent to it")
         return self
 
     @property
@@ -150,8 +163,11 @@ class ModelConfig(BaseModel):
                 value = tuple(redact_url(v) for v in value)
             yield key, value
 
-    #: how fast a process may send requests, not what is measured: not part of a run's condition
-    LIMIT_FIELDS: ClassVar[tuple[str, ...]] = ("max_connections", "rpm")
+    #: how the embedded llama.cpp server is started (docs/local-model.md)
+    SERVER_FIELDS: ClassVar[tuple[str, ...]] = ("slots", "threads", "threads_batch")
+    #: how fast requests are sent or served, not what is measured: not part of a run's condition (at
+    #: temperature 0 the embedded server's outputs did not change with slots or threads, see docs/local-model.md)
+    LIMIT_FIELDS: ClassVar[tuple[str, ...]] = ("max_connections", "rpm", *SERVER_FIELDS)
 
     def public(self) -> dict[str, Any]:
         """Everything but secrets; base URLs lose any credentials they embed."""

@@ -11,10 +11,16 @@ queue of scheduled indices (never another worker's items). After ``-x``/``--maxf
 session no new episode starts; queued ones are cancelled, running ones finish and are discarded
 (their items never ran, so no record is written for them). Only ``window`` trajectories are ever
 held, so memory does not grow with the session.
+
+The embedded model's server serves ``slots`` episodes at once (llama-server --parallel); more
+would queue inside the server with their clocks running. So episodes of such a model pass an
+`OrderedGate` of that many places (split among xdist workers, at least one each) before they
+start: waiting there is not part of the episode, and the earliest item goes first.
 """
 
 from __future__ import annotations
 
+import heapq
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
@@ -24,10 +30,51 @@ import pytest
 #: this process's Prefetcher (absent with --agentfloor-concurrency 1)
 prefetcher_key = pytest.StashKey["Prefetcher"]()
 
-#: providers whose items play inline: scripted ones answer in-process (threads only add overhead);
-#: the embedded llama.cpp server has few slots on a small machine, and queued requests would count
-#: against the episode timeout and inflate latencies (its --parallel setting is not measured yet)
-INLINE_PROVIDERS = frozenset({"scripted", "local"})
+#: providers whose items play inline: scripted ones answer in-process (threads only add overhead)
+INLINE_PROVIDERS = frozenset({"scripted"})
+
+
+class OrderedGate:
+    """At most `places` jobs run at once; waiting jobs start in ticket order (pytest's item order)."""
+
+    def __init__(self, places: int, stopped: Callable[[], bool] = lambda: False):
+        self.places = places
+        self.busy = 0
+        self._waiting: list[int] = []
+        self._cond = threading.Condition()
+        self._stopped = stopped
+
+    def run(self, ticket: int, job: Callable[[], Any]) -> Any:
+        with self._cond:
+            heapq.heappush(self._waiting, ticket)
+            while self.busy >= self.places or self._waiting[0] != ticket:
+                self._cond.wait()
+            heapq.heappop(self._waiting)
+            self.busy += 1
+            self._cond.notify_all()  # the next ticket may take another free place
+        try:
+            if self._stopped():
+                return None  # -x / --maxfail while this episode waited: it never starts, nobody takes it
+            return job()
+        finally:
+            with self._cond:
+                self.busy -= 1
+                self._cond.notify_all()
+
+
+def episode_places(item: pytest.Item) -> int | None:
+    """Episodes of `item`'s model this process may play at once: the embedded server's slots over the
+    xdist workers (at least one), or None (no gate: max_connections limits requests instead)."""
+    model = getattr(item, "model", None)
+    if model is None or model.provider != "local" or model.base_url:
+        return None
+    from .local.session import DEFAULT_SLOTS
+
+    places = model.slots or DEFAULT_SLOTS
+    if model.max_connections:
+        places = min(places, model.max_connections)
+    workers = getattr(item.config, "workerinput", {}).get("workercount", 1)
+    return max(1, places // max(1, int(workers)))
 
 
 class Prefetcher:
@@ -42,6 +89,8 @@ class Prefetcher:
         self._positions: dict[int, int] | None = None
         self._stopped = False
         self._lock = threading.Lock()
+        self._gates: dict[str, OrderedGate] = {}
+        self._tickets = 0
 
     # -- which items come next ----------------------------------------------------------------
     def upcoming(self, item: pytest.Item) -> list[pytest.Item]:
@@ -71,9 +120,20 @@ class Prefetcher:
             job = play_for(nxt)
             if job is None:
                 continue
+            places = episode_places(nxt)
+            if places is not None:
+                job = self._gated(nxt.model.name, places, job)  # type: ignore[attr-defined]
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="agentfloor-episode")
             self._futures[key] = self._pool.submit(job)
+
+    def _gated(self, model: str, places: int, job: Callable[[], Any]) -> Callable[[], Any]:
+        gate = self._gates.get(model)
+        if gate is None:
+            gate = self._gates[model] = OrderedGate(places, stopped=lambda: self._stopped)
+        self._tickets += 1
+        ticket = self._tickets
+        return lambda: gate.run(ticket, job)
 
     def take(self, item: pytest.Item) -> Future | None:
         """The submitted episode of `item` (removed from the window), or None to play it inline."""

@@ -139,7 +139,8 @@ class LocalServer:
 
     def __init__(self, model_path: Path | str, *, log_path: Path | str, template: Path | str | None = None,
                  host: str = "127.0.0.1", port: int | None = None, ctx_size: int = 8192,
-                 threads: int | None = None, parallel: int = 1, alias: str = "local",
+                 threads: int | None = None, threads_batch: int | None = None, parallel: int = 1,
+                 alias: str = "local",
                  startup_timeout: float = 120.0, binary: Path | str | None = None,
                  extra_args: Sequence[str] = ()):
         if host not in ("127.0.0.1", "localhost", "::1"):
@@ -151,6 +152,7 @@ class LocalServer:
         self.port = port
         self.ctx_size = ctx_size
         self.threads = threads or default_threads()
+        self.threads_batch = threads_batch  # None: llama-server uses --threads for prompts too
         self.parallel = parallel
         self.alias = alias
         self.startup_timeout = startup_timeout
@@ -178,6 +180,8 @@ class LocalServer:
         cmd = [str(self.binary), "--model", str(self.model_path), "--host", self.host, "--port", str(self.port),
                "--ctx-size", str(self.ctx_size), "--threads", str(self.threads), "--parallel", str(self.parallel),
                "--alias", self.alias, "--jinja", "--no-webui"]
+        if self.threads_batch is not None:
+            cmd += ["--threads-batch", str(self.threads_batch)]
         if self.template is not None:
             cmd += ["--chat-template-file", str(self.template)]
         return cmd + self.extra_args
