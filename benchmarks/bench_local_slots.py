@@ -15,7 +15,10 @@ every setting and round (temperature 0: any difference is the server's nondeterm
     python benchmarks/bench_local_slots.py --settings old,s2t1 --rounds 2 --json out.json
 
 A setting name is `old` or `s<slots>t<threads>` with optional `b<threads_batch>` and `c<concurrency>`
-(default 16), e.g. `s2t1b2c16`. Needs the `local` extra.
+(default 16), e.g. `s2t1b2c16`, and optional llama-server flags that have no models.toml field,
+each after a `+`: `+fa` / `+nofa` (flash attention on / off), `+poll0` (threads sleep instead of
+spin-waiting for work), `+mlock`, `+ub256` (physical batch size); these go through a wrapper
+script given as $AGENTFLOOR_LLAMA_SERVER. Needs the `local` extra.
 """
 
 from __future__ import annotations
@@ -32,18 +35,30 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 SETTING = re.compile(r"s(?P<slots>\d+)t(?P<threads>\d+)(?:b(?P<batch>\d+))?(?:c(?P<conc>\d+))?")
+EXTRA = {"fa": ["--flash-attn", "on"], "nofa": ["--flash-attn", "off"], "poll0": ["--poll", "0"],
+         "mlock": ["--mlock"]}
 MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
 
 def parse_setting(name: str) -> dict:
     """{'slots', 'threads', 'threads_batch', 'concurrency'} of a setting name (see the module doc)."""
-    if name == "old":
-        return {"slots": 1, "threads": 1, "threads_batch": None, "concurrency": 1}
-    m = SETTING.fullmatch(name)
+    base, *extras = name.split("+")
+    flags: list[str] = []
+    for extra in extras:
+        if extra in EXTRA:
+            flags += EXTRA[extra]
+        elif re.fullmatch(r"ub\d+", extra):
+            flags += ["--ubatch-size", extra[2:]]
+        else:
+            raise SystemExit(f"--settings: unknown extra {extra!r} in {name!r} (known: {', '.join(EXTRA)}, ub<N>)")
+    if base == "old":
+        return {"slots": 1, "threads": 1, "threads_batch": None, "concurrency": 1, "flags": flags}
+    m = SETTING.fullmatch(base)
     if not m:
         raise SystemExit(f"--settings: {name!r} is not 'old' or s<slots>t<threads>[b<batch threads>][c<concurrency>]")
-    return {"slots": int(m["slots"]), "threads": int(m["threads"]),
+    return {"slots": int(m["slots"]), "threads": int(m["threads"]), "flags": flags,
             "threads_batch": int(m["batch"]) if m["batch"] else None, "concurrency": int(m["conc"] or 16)}
 
 
@@ -71,6 +86,13 @@ def run_once(name: str, cases: list[str], work: Path, label: str) -> dict:
            "--instances", "i0", "-p", "no:cacheprovider", "-q", "--models-file", str(models),
            "--agentfloor-report-dir", str(report), "--agentfloor-concurrency", str(s["concurrency"])]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if s["flags"]:
+        from pytest_agentfloor.local.server import find_binary
+
+        wrapper = work / f"llama-server-{label}"
+        wrapper.write_text(f'#!/bin/sh\nexec "{find_binary()}" "$@" {" ".join(s["flags"])}\n')
+        wrapper.chmod(0o755)
+        env["AGENTFLOOR_LLAMA_SERVER"] = str(wrapper)
     before = loadavg()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)

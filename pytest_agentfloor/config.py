@@ -166,7 +166,7 @@ class ModelConfig(BaseModel):
     #: how the embedded llama.cpp server is started (docs/local-model.md)
     SERVER_FIELDS: ClassVar[tuple[str, ...]] = ("slots", "threads", "threads_batch")
     #: how fast requests are sent or served, not what is measured: not part of a run's condition (at
-    #: temperature 0 the embedded server's outputs did not change with slots or threads, see docs/local-model.md)
+    #: temperature 0 no item's outcome changed with the embedded server's slots or threads, docs/local-model.md)
     LIMIT_FIELDS: ClassVar[tuple[str, ...]] = ("max_connections", "rpm", *SERVER_FIELDS)
 
     def public(self) -> dict[str, Any]:
