@@ -125,8 +125,7 @@ class ModelConfig(BaseModel):
         server = [f for f in self.SERVER_FIELDS if getattr(self, f) is not None]
         if server and (self.provider != "local" or self.base_url):
             raise ValueError(f"{' and '.join(server)}: for the embedded model server only (provider = \"local\" "
-                             f"without base_url); a server you run yourself has its own settings, and "
-                             f"max_connections limits the requests sent to it")
+                             f"without base_url); a server you run yourself takes them where you start it")
         return self
 
     @property

@@ -215,8 +215,11 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
 def job_for(item: pytest.Item) -> Callable[[], Any] | None:
     """The episode of a case item worth playing ahead, or None (other tests, skips, in-process providers)."""
     job = getattr(item, "episode_job", None)
-    if job is None or getattr(item, "model", None) is None or item.model.provider in INLINE_PROVIDERS:
+    model = getattr(item, "model", None)
+    if job is None or model is None or model.provider in INLINE_PROVIDERS:
         return None
+    if model.provider == "local" and model.base_url:
+        return None  # a llama-server you run, its slots unknown: inline, as before
     if item.get_closest_marker("skip") or item.get_closest_marker("skipif"):
         return None  # played inline if it runs at all: a skipped item must not cost a request
     return job()

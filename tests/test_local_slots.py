@@ -23,7 +23,7 @@ from pytest_agentfloor.corpus import config_fingerprint
 from pytest_agentfloor.local.model_files import QWEN_05B
 from pytest_agentfloor.local.server import LocalServer, LocalServerError, default_threads
 from pytest_agentfloor.local.session import DEFAULT_SLOTS, server_settings, slot_context
-from pytest_agentfloor.prefetch import OrderedGate, episode_places
+from pytest_agentfloor.prefetch import OrderedGate, episode_places, job_for
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -139,6 +139,16 @@ def _hold(gate: OrderedGate, ticket: int) -> tuple[threading.Event, threading.Th
     while gate.busy <= busy:
         time.sleep(0.001)
     return release, holder
+
+
+def test_embedded_local_episodes_play_ahead_and_a_server_you_run_plays_inline() -> None:
+    def item(**fields: object) -> SimpleNamespace:
+        return SimpleNamespace(model=ModelConfig(name="q", provider="local", **fields), config=SimpleNamespace(),
+                               episode_job=lambda: (lambda: "played"), get_closest_marker=lambda name: None)
+
+    job = job_for(item(slots=2))
+    assert job is not None and job() == "played"
+    assert job_for(item(base_url="http://127.0.0.1:1/v1")) is None
 
 
 def test_ordered_gate_starts_waiting_jobs_in_ticket_order() -> None:
