@@ -150,3 +150,88 @@ def test_failure_records_per_level() -> None:
         ("S", "truncation", 1, 2), ("S", "wrong_conclusion", 1, 2)}
     assert not [r for r in rows if r["level"] == "V8"]
     assert {r["level"] for r in rows if r["axis"] == "D"} == {"raw"}
+
+
+# --- edges of the pressure summary (issue 20 mutation survivors) -----------------------------------
+
+def test_summarise_primary_lane_and_success_shares() -> None:
+    from pytest_agentfloor.stats.pressure import summarise
+
+    assert summarise([{"kind": "ladder", "passed": True}]) is None
+    assert summarise([{"kind": "pressure", "facets": "not a mapping"}]) is None
+    cell = (8, "low", "raw")
+    recs = [rec("m", "f", "email", cell, True, lane="fixed"), rec("m", "f", "email", cell, False, lane="fixed", run=1),
+            rec("m", "f", "email", cell, True, lane="fixed", run=2), rec("m", "f", "email", cell, False, lane="routed"),
+            {"kind": "ladder", "passed": True, "facets": {"lane": "fixed"}}]
+    s = summarise(recs, n_boot=50)
+    assert s["primary_lane"] == "routed" and s["episodes"] == 4
+    assert s["success"] == {"fixed": pytest.approx(2 / 3), "routed": 0.0}
+    assert set(s["contrasts"]) == set(s["truncation"]) == {"fixed", "routed"}
+    assert s["lanes"]["pairs"] == 1 and s["lanes"]["routed_minus_fixed_pp"] == -100.0
+    only_fixed = summarise(recs[:3], n_boot=50)
+    assert only_fixed["primary_lane"] == "fixed" and only_fixed["lanes"] is None
+
+
+def test_contrast_rows_without_complete_units() -> None:
+    # one unit with only the checkpoint cells: compact and typed are defined, the factorial ones are not
+    recs = [rec("m", "f", "email", (8, "low", d), d != "compact") for d in ("raw", "compact", "typed")]
+    rows = {r["contrast"]: r for r in contrasts(recs, "fixed", n_boot=50)}
+    assert rows["V"] == {"contrast": "V", "lane": "fixed", "units": 0}
+    c = rows["compact"]
+    assert c["units"] == 1 and c["pp"] == -100.0 and c["intent_means"] == {"email": -100.0}
+    # one family: every replicate equals the estimate, p is floored at 1/B = 1/50
+    assert c["signflip_p"] == 1.0 and c["family_p"] == 0.02 and c["family_clusters"] == 1
+    assert rows["typed"]["pp"] == 0.0 and rows["typed"]["family_p"] == 1.0  # an estimate of 0 has p = 1
+    assert c["family_p_holm"] == pytest.approx(0.04) and rows["typed"]["family_p_holm"] == 1.0  # Holm of two
+    assert contrasts(recs, "routed", n_boot=50)[0] == {"contrast": "V", "lane": "routed", "units": 0}
+
+
+def test_unit_success_is_the_mean_over_runs() -> None:
+    from pytest_agentfloor.stats.pressure import unit_table
+
+    recs = [rec("m", "f", "email", (8, "low", "raw"), p, run=i) for i, p in enumerate([True, False, True, True])]
+    units = unit_table(recs, "fixed")
+    assert units == {("m", "f"): {"intent": "email", "cells": {(8, "low", "raw"): 0.75}}}
+    assert unit_table(recs, "routed") == {}
+
+
+def test_truncation_edges() -> None:
+    cell8, cell128 = (8, "low", "raw"), (128, "low", "raw")
+    assert truncation([rec("m", "f", "email", cell8, True)], "routed") is None
+    lone = truncation([rec("m", "f", "email", cell8, False, truncated=True)], "fixed")
+    assert lone["pairs"] == 0 and "effect_pp" not in lone and lone["per_V"][8]["truncated"] == 1
+    # a record marked only by its termination is truncated too; runs pair by their index
+    a = rec("m", "f", "email", cell128, False, run=1)
+    a["terminal_flag"], a["termination"] = None, "truncated"
+    recs = [rec("m", "f", "email", cell8, True, run=0), rec("m", "f", "email", cell8, True, run=1), a]
+    t = truncation(recs, "fixed")
+    assert t["pairs"] == 1 and t["lost"] == 1 and t["lost_truncated_at_V128"] == 1
+    assert t["per_V"][128] == {"episodes": 1, "truncated": 1, "share": 1.0, "before_first_call": 0}
+    assert t["neither_truncated"] == 0 and t["effect_neither_truncated_pp"] is None
+
+
+def test_failure_records_order_and_infra() -> None:
+    recs = [rec("m", "f", "email", (128, "high", "linked"), False),
+            rec("m", "f", "email", (32, "low", "typed"), False),
+            rec("m", "f", "email", (8, "high", "compact"), False)]
+    recs[0]["first_unmet"], recs[0]["infra_error"] = None, True
+    recs[1]["first_unmet"], recs[1]["terminal_flag"] = None, None
+    rows = failure_records(recs)
+    assert [r["level"] for r in rows if r["axis"] == "V"] == ["V8", "V32", "V128"]
+    assert [r["level"] for r in rows if r["axis"] == "W"] == ["low", "high", "high"]
+    assert [r["level"] for r in rows if r["axis"] == "D"] == ["compact", "typed", "linked"]
+    assert [r["axis"] for r in rows][:3] == ["D", "D", "D"]  # axes sort by name
+    v = {r["level"]: r for r in rows if r["axis"] == "V"}
+    assert (v["V128"]["obligation"], v["V32"]["obligation"], v["V32"]["flag"]) == ("infra", "-", "-")
+    w_high = [(r["obligation"], r["failures"], r["episodes"]) for r in rows if r["level"] == "high"]
+    assert sorted(w_high) == [("S", 1, 2), ("infra", 1, 2)]
+
+
+def test_lanes_without_exposures() -> None:
+    cell = (8, "low", "raw")
+    fx, ro = rec("m", "f", "email", cell, False, lane="fixed", tokens=300), rec("m", "f", "email", cell, True,
+                                                                                 lane="routed", tokens=100)
+    fx["facets"]["exposures"] = None
+    out = lanes([fx, ro], n_boot=50)
+    assert out["pairs"] == 1 and out["fixed_extra_tokens"] == 200.0 and out["fixed_extra_exposures"] is None
+    assert (out["lo"], out["hi"], out["p"]) == (100.0, 100.0, 0.02)  # one cluster: every replicate 100, p floored
