@@ -340,3 +340,38 @@ def test_dumps_indents_on_request() -> None:
     assert dumps({"b": 1, "a": float("nan")}) == '{"a": null, "b": 1}'
     assert dumps({"a": 1}, indent=2) == '{\n  "a": 1\n}'
     assert json.loads(dumps([0.1234567])) == [0.123457]
+
+
+def _score_by_likelihood(b: int, c: int, n: int, d0: float) -> float:
+    """Tango's Z(Δ0) with q maximised numerically (scipy), independent of the closed-form root."""
+    from scipy import optimize
+
+    lo_q, hi_q = max(0.0, -d0) + 1e-12, (1 - d0) / 2 - 1e-12
+
+    def nll(q: float) -> float:
+        p12, p21, rest = q + d0, q, 1 - 2 * q - d0
+        return -(b * math.log(max(p12, 1e-300)) + c * math.log(max(p21, 1e-300))
+                 + (n - b - c) * math.log(max(rest, 1e-300)))
+
+    q = optimize.minimize_scalar(nll, bounds=(lo_q, hi_q), method="bounded", options={"xatol": 1e-13}).x
+    return (b - c - n * d0) / math.sqrt(n * (2 * q + d0 * (1 - d0)))
+
+
+@pytest.mark.parametrize(("b", "c", "n", "margin"), [(9, 0, 45, 0.1), (2, 5, 40, 0.1), (7, 3, 60, 0.05),
+                                                     (0, 0, 30, 0.2), (12, 4, 30, 0.15)])
+def test_tango_pvalues_match_the_score_statistic(b: int, c: int, n: int, margin: float) -> None:
+    from scipy.stats import norm
+
+    from pytest_agentfloor.stats.intervals import tango_pvalues
+
+    p_lo, p_hi = tango_pvalues(np.array([b]), np.array([c]), np.array([n]), margin)
+    assert p_lo[0] == pytest.approx(norm.sf(_score_by_likelihood(b, c, n, -margin)), abs=1e-6)
+    assert p_hi[0] == pytest.approx(norm.cdf(_score_by_likelihood(b, c, n, margin)), abs=1e-6)
+
+
+def test_tango_pvalues_without_pairs_and_at_full_margin() -> None:
+    from pytest_agentfloor.stats.intervals import tango_pvalues
+
+    p_lo, p_hi = tango_pvalues(np.array([0, 0]), np.array([0, 0]), np.array([0, 3]), 1.5)
+    assert p_lo[0] == 1.0 and p_hi[0] == 1.0  # no pairs: nothing is shown
+    assert p_lo[1] < 1e-6 and p_hi[1] < 1e-6  # a margin beyond 100 pp is cleared by a table of ties
