@@ -235,3 +235,19 @@ def test_lanes_without_exposures() -> None:
     out = lanes([fx, ro], n_boot=50)
     assert out["pairs"] == 1 and out["fixed_extra_tokens"] == 200.0 and out["fixed_extra_exposures"] is None
     assert (out["lo"], out["hi"], out["p"]) == (100.0, 100.0, 0.02)  # one cluster: every replicate 100, p floored
+
+
+def test_failure_records_count_repeats_and_put_bigger_groups_first() -> None:
+    cell = (8, "low", "raw")
+    recs = [rec("m", f"f{i}", "email", cell, False) for i in range(3)]  # (S, wrong_conclusion) three times
+    odd = rec("m", "g", "email", cell, False, truncated=True)
+    odd["first_unmet"] = "A"
+    recs.append(odd)
+    mid = rec("m", "h", "email", cell, True)
+    mid["facets"]["W"] = "medium"  # a level the report does not know sorts after the known ones
+    other = rec("m", "h2", "email", cell, False)
+    other["facets"]["W"] = "medium"
+    rows = failure_records(recs + [mid, other])
+    w = [(r["level"], r["obligation"], r["flag"], r["failures"], r["episodes"]) for r in rows if r["axis"] == "W"]
+    assert w == [("low", "S", "wrong_conclusion", 3, 4), ("low", "A", "truncation", 1, 4),
+                 ("medium", "S", "wrong_conclusion", 1, 2)]
