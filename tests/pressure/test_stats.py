@@ -251,3 +251,42 @@ def test_failure_records_count_repeats_and_put_bigger_groups_first() -> None:
     w = [(r["level"], r["obligation"], r["flag"], r["failures"], r["episodes"]) for r in rows if r["axis"] == "W"]
     assert w == [("low", "S", "wrong_conclusion", 3, 4), ("low", "A", "truncation", 1, 4),
                  ("medium", "S", "wrong_conclusion", 1, 2)]
+
+
+def test_truncation_second_hand_worked_case() -> None:
+    def at(fam: str, d: str, v: int, ok: bool, *, run: int = 0, flag: bool = False, term: bool = False,
+           calls: int = 3) -> dict:
+        r = rec("m", fam, "email", (v, "low", d), ok, run=run)
+        r["terminal_flag"] = "truncation" if flag else (None if ok else "wrong_conclusion")
+        r["termination"] = "truncated" if term else "submitted"
+        r["calls"] = calls
+        return r
+
+    recs = [at("f1", "raw", 8, True), at("f1", "raw", 128, False, flag=True),             # lost, cut (flag only)
+            at("f2", "raw", 8, True), at("f2", "raw", 128, False, term=True, calls=0),    # lost, cut (termination only)
+            at("f3", "linked", 8, False), at("f3", "linked", 128, True),                 # gained
+            at("f3", "linked", 8, False, run=1), at("f3", "linked", 128, True, run=1),   # gained, second run
+            at("f4", "raw", 8, False, flag=True, term=True, calls=0), at("f4", "raw", 128, False),
+            at("f5", "compact", 8, True, calls=0), at("f5", "compact", 128, False)]     # not an endpoint cell
+    t = truncation(recs, "fixed")
+    assert t["lane"] == "fixed" and t["pairs"] == 5 and (t["lost"], t["gained"]) == (2, 2)
+    assert t["lost_truncated_at_V128"] == 2 and t["pp_lost"] == 40.0 and t["pp_lost_in_truncated"] == 40.0
+    assert t["effect_pp"] == 0.0
+    assert t["neither_truncated"] == 2 and t["effect_neither_truncated_pp"] == 100.0
+    # lower: (0-1) + (0-1) + (1-0) + (1-0) + (0-1) = -1; upper: (1-1) + (1-1) + 1 + 1 + (0-0) = 2; over 5 pairs
+    assert t["bounds_pp"] == [pytest.approx(-20.0), pytest.approx(40.0)]
+    assert t["per_V"][8] == {"episodes": 6, "truncated": 1, "share": pytest.approx(1 / 6), "before_first_call": 1}
+    assert t["per_V"][128] == {"episodes": 6, "truncated": 2, "share": pytest.approx(1 / 3), "before_first_call": 1}
+    assert t["truncated_by_arm"] == {"V": {"8": 1, "128": 2}, "W": {"low": 3, "high": 0},
+                                     "linked": {"raw": 3, "linked": 0}}
+    gains = truncation([r for r in recs if r["task"] == "f3"], "fixed")
+    assert gains["effect_pp"] == 100.0 and gains["bounds_pp"] == [100.0, 100.0]
+
+
+def test_lanes_pair_runs_and_a_missing_run_is_run_0() -> None:
+    cell = (8, "low", "raw")
+    fixed = [rec("m", "f", "email", cell, False, lane="fixed", run=r) for r in (0, 1, 2)]
+    routed = [rec("m", "f", "email", cell, r < 2, lane="routed", run=r) for r in (0, 1)]
+    del fixed[0]["run"]  # an older record without a run index pairs as run 0
+    out = lanes(fixed + routed, n_boot=50)
+    assert out["pairs"] == 2 and out["routed_minus_fixed_pp"] == 100.0
