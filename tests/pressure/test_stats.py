@@ -290,3 +290,21 @@ def test_lanes_pair_runs_and_a_missing_run_is_run_0() -> None:
     del fixed[0]["run"]  # an older record without a run index pairs as run 0
     out = lanes(fixed + routed, n_boot=50)
     assert out["pairs"] == 2 and out["routed_minus_fixed_pp"] == 100.0
+
+
+def test_lanes_cluster_by_family_and_count_both_token_kinds() -> None:
+    cell = (8, "low", "raw")
+    recs = []
+    for fam, routed_ok in (("f1", True), ("f2", False)):
+        for c in (cell, (8, "high", "raw")):
+            fx = rec("m", fam, "email", c, False, lane="fixed")
+            ro = rec("m", fam, "email", c, routed_ok, lane="routed")
+            fx["tokens_in"], fx["tokens_out"], ro["tokens_in"], ro["tokens_out"] = 300, 50, 100, 20
+            recs += [fx, ro]
+    out = lanes(recs, n_boot=400, seed=5)
+    # two family clusters with differences 100 and 0: replicates are 0, 50 or 100 pp
+    assert out["routed_minus_fixed_pp"] == 50.0 and (out["lo"], out["hi"]) == (0.0, 100.0)
+    assert out["fixed_extra_tokens"] == 230.0  # (300 + 50) - (100 + 20)
+    assert lanes(recs, n_boot=400, seed=5) == out
+    bare = [{k: v for k, v in r.items() if not k.startswith("tokens")} for r in recs]
+    assert lanes(bare, n_boot=50)["fixed_extra_tokens"] == 0.0

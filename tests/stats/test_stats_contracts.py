@@ -38,7 +38,7 @@ def rec(model="m", task="A01", tier="A0", variant="v0", instance="i0", run=0, pa
 def test_resample_weights_bounds() -> None:
     assert resample_weights(1, 1).tolist() == [[1.0]]  # one unit, one replicate: drawn once
     for bad in ((0, 5), (5, 0)):
-        with pytest.raises(ValueError, match=r"n_units and n_boot must be >= 1"):
+        with pytest.raises(ValueError, match=r"^n_units and n_boot must be >= 1"):
             resample_weights(*bad)
 
 
@@ -53,13 +53,13 @@ def test_bootstrap_sums_bounds() -> None:
     cs = ClusterSums(np.zeros(3, dtype=np.int64), np.array([1.0, 0.0, 1.0]), np.ones(3), 1)
     s_num, s_den = bootstrap_sums(cs, 1, 0)
     assert s_num.shape == s_den.shape == (1, 1) and s_den[0, 0] == 3.0
-    with pytest.raises(ValueError, match=r"n_boot must be >= 1"):
+    with pytest.raises(ValueError, match=r"^n_boot must be >= 1"):
         bootstrap_sums(cs, 0, 0)
 
 
 @pytest.mark.parametrize("tail", [0.0, 1.0, -0.1, 1.5])
 def test_tail_rank_refuses_tails_outside_the_open_unit_interval(tail: float) -> None:
-    with pytest.raises(ValueError, match=r"tail probability must be in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"^tail probability must be in \(0, 1\)"):
         tail_rank(100, tail)
 
 
@@ -83,7 +83,7 @@ def test_ratio_replicates_nan_only_for_empty_denominators() -> None:
 
 @pytest.mark.parametrize("tail", [0.0, 0.5, 0.7, -0.01])
 def test_z_of_refuses_tails_outside_zero_to_half(tail: float) -> None:
-    with pytest.raises(ValueError, match=r"tail probability must be in \(0, 0.5\)"):
+    with pytest.raises(ValueError, match=r"^tail probability must be in \(0, 0.5\)"):
         z_of(tail)
 
 
@@ -94,7 +94,7 @@ def test_z_of_tabulated() -> None:
 
 
 def test_holm_messages_and_shape() -> None:
-    with pytest.raises(ValueError, match=r"p-values must be in \[0, 1\] and not NaN"):
+    with pytest.raises(ValueError, match=r"^p-values must be in \[0, 1\] and not NaN"):
         holm([0.1, float("nan")])
     out = holm([])
     assert out.shape == (0,)
@@ -103,7 +103,7 @@ def test_holm_messages_and_shape() -> None:
 
 def test_mcnemar_refuses_negative_counts() -> None:
     for b, c in ((-1, 3), (3, -1)):
-        with pytest.raises(ValueError, match=r"discordant counts must be >= 0"):
+        with pytest.raises(ValueError, match=r"^discordant counts must be >= 0"):
             mcnemar_exact(b, c)
     assert mcnemar_exact(0, 0) == 1.0
     assert mcnemar_exact(0, 1) == 1.0  # one discordant pair: P(X <= 0) * 2 = 1, capped
@@ -112,16 +112,16 @@ def test_mcnemar_refuses_negative_counts() -> None:
 
 def test_pass_at_k_refuses_impossible_counts() -> None:
     for n, c, k in ((3, 4, 1), (3, -1, 1), (3, 1, 0)):
-        with pytest.raises(ValueError, match=r"need k >= 1 and 0 <= c <= n"):
+        with pytest.raises(ValueError, match=r"^need k >= 1 and 0 <= c <= n"):
             pass_at_k(n, c, k)
-        with pytest.raises(ValueError, match=r"need k >= 1 and 0 <= c <= n"):
+        with pytest.raises(ValueError, match=r"^need k >= 1 and 0 <= c <= n"):
             pass_hat_k(n, c, k)
     assert pass_at_k(3, 3, 1) == 1.0 and pass_hat_k(3, 0, 1) == 0.0  # the ends c = n and c = 0 are valid
 
 
 def test_decision_tail_and_verdicts() -> None:
     assert decision_tail(0.05, "two-sided") == 0.025 and decision_tail(0.05, "one-sided") == 0.05
-    with pytest.raises(ValueError, match=r"decision must be 'two-sided' or 'one-sided', got 'both'"):
+    with pytest.raises(ValueError, match=r"^decision must be 'two-sided' or 'one-sided', got 'both'"):
         decision_tail(0.05, "both")
     assert claim_verdict(True, 0, 99) == "yes"
     assert claim_verdict(False, 4, 5) == "insufficient evidence"
@@ -131,26 +131,26 @@ def test_decision_tail_and_verdicts() -> None:
 def test_normalise_cluster() -> None:
     assert normalise_cluster(None) == "unit"
     assert [normalise_cluster(c) for c in ("unit", "task", "run")] == ["unit", "task", "run"]
-    with pytest.raises(ValueError, match=r"cluster must be None or one of .*'unit'.*got 'tasks'"):
+    with pytest.raises(ValueError, match=r"^cluster must be None or one of .*'unit'.*got 'tasks'"):
         normalise_cluster("tasks")
 
 
 def test_paired_compare_refuses_misaligned_input_with_a_message() -> None:
-    with pytest.raises(ValueError, match=r"pass_model and pass_ref must be aligned pairs of equal length"):
+    with pytest.raises(ValueError, match=r"^pass_model and pass_ref must be aligned pairs of equal length"):
         paired_compare([1, 0], [1])
-    with pytest.raises(ValueError, match=r"unit must have one entry per pair"):
+    with pytest.raises(ValueError, match=r"^unit must have one entry per pair"):
         paired_compare([1, 0], [1, 1], unit=[0])
 
 
 @pytest.mark.parametrize(("kw", "message"), [
-    ({"interval_method": "bca"}, r"interval method must be one of guarded, paper, got 'bca'"),
-    ({"decision": "both"}, r"decision bound must be one of two-sided, one-sided, got 'both'"),
-    ({"infra_threshold": 1.01}, r"infra threshold must be a share between 0 and 1"),
-    ({"infra_threshold": -0.01}, r"infra threshold must be a share between 0 and 1"),
-    ({"n_boot": 0}, r"n_boot must be >= 1"),
-    ({"alpha": 0.0}, r"alpha must be in \(0, 0.5\)"),
-    ({"alpha": 0.5}, r"alpha must be in \(0, 0.5\)"),
-    ({"margin_pp": -1.0}, r"margin_pp must be >= 0"),
+    ({"interval_method": "bca"}, r"^interval method must be one of guarded, paper, got 'bca'"),
+    ({"decision": "both"}, r"^decision bound must be one of two-sided, one-sided, got 'both'"),
+    ({"infra_threshold": 1.01}, r"^infra threshold must be a share between 0 and 1"),
+    ({"infra_threshold": -0.01}, r"^infra threshold must be a share between 0 and 1"),
+    ({"n_boot": 0}, r"^n_boot must be >= 1"),
+    ({"alpha": 0.0}, r"^alpha must be in \(0, 0.5\)"),
+    ({"alpha": 0.5}, r"^alpha must be in \(0, 0.5\)"),
+    ({"margin_pp": -1.0}, r"^margin_pp must be >= 0"),
 ])
 def test_aggregate_refuses_bad_settings(kw: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -166,23 +166,23 @@ def test_aggregate_accepts_the_ends_of_its_ranges() -> None:
 
 
 def test_build_table_refusals_name_the_record_and_the_key() -> None:
-    with pytest.raises(ValueError, match=r"record 1 lacks required field\(s\) \['passed'\]"):
+    with pytest.raises(ValueError, match=r"^record 1 lacks required field\(s\) \['passed'\]"):
         build_table([rec(), {k: v for k, v in rec(run=1).items() if k != "passed"}])
-    with pytest.raises(ValueError, match=r"record 0 lacks required field\(s\) \['run'\]"):
+    with pytest.raises(ValueError, match=r"^record 0 lacks required field\(s\) \['run'\]"):
         build_table([rec(run=None)])
-    with pytest.raises(ValueError, match=r"unknown tier\(s\) \['Z'\]; expected"):
+    with pytest.raises(ValueError, match=r"^unknown tier\(s\) \['Z'\]; expected"):
         build_table([rec(tier="Z")])
-    with pytest.raises(ValueError, match=r"duplicate run record for \(model, task, variant, instance, run\) = "
+    with pytest.raises(ValueError, match=r"^duplicate run record for \(model, task, variant, instance, run\) = "
                                          r"\(m, A01, v1, i2, 3\)"):
         build_table([rec(variant="v0"), rec(variant="v1", instance="i2", run=3),
                      rec(variant="v1", instance="i2", run=3, passed=False)])
-    with pytest.raises(ValueError, match=r"task\(s\) recorded under several tiers: \['B2'\]$"):
+    with pytest.raises(ValueError, match=r"^task\(s\) recorded under several tiers: \['B2'\]$"):
         build_table([rec(task="A01"), rec(task="B2", tier="B"), rec(task="B2", tier="C", run=1),
                      rec(task="C3", tier="C")])
 
 
 def test_a_duplicate_pair_of_records_is_refused_even_as_the_only_two() -> None:
-    with pytest.raises(ValueError, match=r"duplicate run record"):
+    with pytest.raises(ValueError, match=r"^duplicate run record"):
         build_table([rec(), rec(passed=False)])
 
 
@@ -332,7 +332,7 @@ def test_to_jsonable_passes_ndigits_down_and_converts_numpy() -> None:
     assert to_jsonable(np.bool_(True)) is True and to_jsonable(np.bool_(False)) is False
     assert to_jsonable(np.int64(7)) == 7 and type(to_jsonable(np.int64(7))) is int
     assert to_jsonable({2: "x", "a": "y", 10: "z"}) == {"10": "z", "2": "x", "a": "y"}  # mixed keys sort as text
-    with pytest.raises(TypeError, match=r"cannot serialise set"):
+    with pytest.raises(TypeError, match=r"^cannot serialise set"):
         to_jsonable({1, 2})
 
 
@@ -375,3 +375,13 @@ def test_tango_pvalues_without_pairs_and_at_full_margin() -> None:
     p_lo, p_hi = tango_pvalues(np.array([0, 0]), np.array([0, 0]), np.array([0, 3]), 1.5)
     assert p_lo[0] == 1.0 and p_hi[0] == 1.0  # no pairs: nothing is shown
     assert p_lo[1] < 1e-6 and p_hi[1] < 1e-6  # a margin beyond 100 pp is cleared by a table of ties
+
+
+def test_pass_at_k_returns_a_float_only_for_two_scalars() -> None:
+    # pass@1 of (n=4, c=1) and (n=4, c=2): 1/4 and 2/4; pass^2: C(1,2)/C(4,2) = 0 and C(2,2)/C(4,2) = 1/6
+    assert pass_at_k([4, 4], 2, 1).tolist() == [0.5, 0.5]
+    assert pass_at_k(4, [1, 2], 1).tolist() == [0.25, 0.5]
+    assert pass_hat_k([4, 4], 2, 2).tolist() == pytest.approx([1 / 6, 1 / 6])
+    assert pass_hat_k(4, [1, 2], 2).tolist() == pytest.approx([0.0, 1 / 6])
+    assert isinstance(pass_at_k(4, 1, 1), float) and isinstance(pass_hat_k(4, 1, 1), float)
+    assert math.isnan(pass_at_k(2, 1, 3))  # k above n: undefined

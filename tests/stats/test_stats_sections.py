@@ -47,9 +47,9 @@ def test_judge_sums_per_model_and_overall() -> None:
 
 def test_judge_wilson_edges() -> None:
     assert judge_wilson(0, 0) == (None, None)
-    with pytest.raises(ValueError, match=r"need 0 <= k <= n, got k=4, n=3"):
+    with pytest.raises(ValueError, match=r"^need 0 <= k <= n, got k=4, n=3"):
         judge_wilson(4, 3)
-    with pytest.raises(ValueError, match=r"need 0 <= k <= n, got k=-1, n=3"):
+    with pytest.raises(ValueError, match=r"^need 0 <= k <= n, got k=-1, n=3"):
         judge_wilson(-1, 3)
     lo, hi = judge_wilson(3, 3)  # default level 95 %
     assert lo == pytest.approx(3 / (3 + Z2)) and hi == 1.0
