@@ -308,3 +308,23 @@ def test_lanes_cluster_by_family_and_count_both_token_kinds() -> None:
     assert lanes(recs, n_boot=400, seed=5) == out
     bare = [{k: v for k, v in r.items() if not k.startswith("tokens")} for r in recs]
     assert lanes(bare, n_boot=50)["fixed_extra_tokens"] == 0.0
+
+
+def test_unit_table_keeps_models_apart_and_skips_other_lanes() -> None:
+    from pytest_agentfloor.stats.pressure import unit_table
+
+    cell = (8, "low", "raw")
+    recs = [rec("a", "f", "email", cell, True, lane="routed"), rec("a", "f", "email", cell, False),
+            rec("b", "f", "files", cell, True)]
+    assert unit_table(recs, "fixed") == {("a", "f"): {"intent": "email", "cells": {cell: 0.0}},
+                                         ("b", "f"): {"intent": "files", "cells": {cell: 1.0}}}
+
+
+def test_contrast_intervals_follow_the_seed() -> None:
+    rng = np.random.default_rng(11)
+    recs = [rec("m", f"{intent}-{fam}", intent, c, bool(rng.random() < 0.6))
+            for intent in ("email", "files", "calendar") for fam in range(3) for c in ALL_CELLS]
+    a = contrasts(recs, "fixed", n_boot=300, seed=1)
+    assert contrasts(recs, "fixed", n_boot=300, seed=1) == a
+    assert contrasts(recs, "fixed", n_boot=300, seed=2) != a
+    assert [r["pp"] for r in contrasts(recs, "fixed", n_boot=300, seed=2)] == [r["pp"] for r in a]
