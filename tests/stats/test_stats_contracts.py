@@ -385,3 +385,45 @@ def test_pass_at_k_returns_a_float_only_for_two_scalars() -> None:
     assert pass_hat_k(4, [1, 2], 2).tolist() == pytest.approx([0.0, 1 / 6])
     assert isinstance(pass_at_k(4, 1, 1), float) and isinstance(pass_hat_k(4, 1, 1), float)
     assert math.isnan(pass_at_k(2, 1, 3))  # k above n: undefined
+
+
+def test_empty_cells_raise_no_numpy_warnings() -> None:
+    """0/0 in an empty cell is expected and masked: a user's pytest output must not fill with RuntimeWarnings."""
+    import warnings
+
+    recs = [rec(model="ref", run=r, passed=r % 2 == 0) for r in range(4)] + \
+           [rec(model="ref", task="B1", tier="B", run=r) for r in range(2)] + \
+           [rec(model="m", run=r, passed=True) for r in range(4)] + \
+           [rec(model="m", task="B1", tier="B", run=r, passed=False, infra_error=True) for r in range(2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = aggregate(recs, None, reference="ref", n_boot=50)
+        assert s.tcr["m"]["B"].tcr is None and s.paired.tests["m"]["B"].n_pairs == 0
+        assert s.paired.tests["m"]["B"].delta_pp is None and s.paired.tests["m"]["B"].ci95_low_pp is None
+        assert s.cost["m"]["B"].cost_per_run is None and s.reliability["m"]["B"].points == ()
+        paper = aggregate(recs, None, reference="ref", n_boot=50, interval_method="paper")
+        assert paper.tcr["m"]["B"].ci_low is None
+        lo, hi = wilson(np.array([0, 2]), np.array([0, 4]), 0.025)
+        assert math.isnan(lo[0]) and 0 < lo[1] < 0.5 < hi[1] < 1
+        assert math.isnan(tango(0, 0, 0, 0.025)[0][0])
+        assert math.isnan(ratio_replicates(np.array([0.0]), np.array([0.0]))[0])
+        t = paired_compare([], [], n_boot=20)
+        assert t.n_pairs == 0 and t.delta_pp is None and t.tcr_model is None and t.p_noninferiority is None
+        assert t.p_equivalence is None and t.noninferior is False and t.boot_ci95_low_pp is None
+
+
+def test_paired_compare_defaults_and_integer_input() -> None:
+    pm, pr = [1, 1, 1, 0, 1, 0], [1, 0, 1, 1, 0, 0]  # 0/1 integers, not booleans
+    t = paired_compare(pm, pr)
+    assert (t.model, t.reference, t.scope, t.margin_pp) == ("model", "reference", "overall", 10.0)
+    assert (t.interval_method, t.decision, t.n_unpaired_model, t.n_unpaired_ref) == ("guarded", "two-sided", 0, 0)
+    assert (t.n_pairs, t.mcnemar_b, t.mcnemar_c, t.n_units) == (6, 2, 1, 6)
+    assert (t.tcr_model, t.tcr_ref) == (pytest.approx(4 / 6), 0.5) and t.delta_pp == pytest.approx(100 / 6)
+    assert t.p_mcnemar == 1.0  # Binomial(3, 1/2): P(X <= 1) * 2 = 1
+    explicit = paired_compare(pm, pr, margin_pp=10.0, n_boot=10_000, seed=42, alpha=0.05)
+    assert explicit == t
+    assert paired_compare(pm, pr, seed=43) != t and paired_compare(pm, pr, n_boot=9_999) != t
+    named = paired_compare(pm, pr, model="x", reference="y", scope="B", n_boot=50)
+    assert (named.model, named.reference, named.scope) == ("x", "y", "B")
+    clustered = paired_compare(pm, pr, unit=[0, 0, 1, 1, 2, 2], n_boot=50)
+    assert clustered.n_units == 3 and clustered.n_pairs == 6
