@@ -427,3 +427,17 @@ def test_paired_compare_defaults_and_integer_input() -> None:
     assert (named.model, named.reference, named.scope) == ("x", "y", "B")
     clustered = paired_compare(pm, pr, unit=[0, 0, 1, 1, 2, 2], n_boot=50)
     assert clustered.n_units == 3 and clustered.n_pairs == 6
+
+
+def test_mean_ci_passes_its_settings_on() -> None:
+    v = np.random.default_rng(4).random(30)
+    a = mean_ci(v, n_boot=300, seed=3, confidence=0.8)
+    assert a == ratio_ci(v, np.ones(30), n_boot=300, seed=3, confidence=0.8)  # the plain mean is a ratio over ones
+    assert a.estimate == pytest.approx(v.mean())
+    assert mean_ci(v, n_boot=300, seed=4, confidence=0.8) != a
+    assert mean_ci(v, n_boot=301, seed=3, confidence=0.8) != a
+    wide = mean_ci(v, n_boot=300, seed=3)
+    assert wide.low < a.low and wide.high > a.high  # 95 % by default, wider than 80 %
+    assert ratio_ci(v, None, n_boot=300, seed=9) != ratio_ci(v, None, n_boot=300, seed=3)
+    assert ratio_ci([1.0], n_boot=5).estimate == 1.0  # a single unit of weight 1 is defined
+    assert mean_ci([0.25], n_boot=5).low == 0.25

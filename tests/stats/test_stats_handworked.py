@@ -5,6 +5,7 @@ never against the functions under test. Written for the mutation survivors of is
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -64,6 +65,12 @@ def test_config_echoes_every_setting(summary) -> None:
     assert o["margin_pp"] == 5.0 and o["decision_tail"] == 0.1 and o["infra_as_failure"] is True
     assert o["interval_text"] == "plain percentile bootstrap, as in the AgentFloor paper"
     assert aggregate(records(), None, interval_method="paper", n_boot=20).config["resampling_unit"] == "run"
+
+
+def test_summary_json_text(summary) -> None:
+    text = summary.dumps()
+    assert "\n" not in text and json.loads(text) == summary.to_json()
+    assert summary.dumps(indent=2).startswith('{\n  "breakdown": {')
 
 
 def test_documented_defaults() -> None:

@@ -89,6 +89,10 @@ def test_instance_ablation_counts_by_hand() -> None:
     failing = {(c.model, c.instance): c for c in instance_ablation(recs, infra_as_failure=True)}
     assert (failing[("m", "i1")].n_runs, failing[("m", "i1")].n_passed) == (3, 1)  # the infra pass is no pass
     assert (failing[("n", "i1")].n_runs, failing[("n", "i1")].tcr) == (1, 0.0)
+    cut = [rec(task="C1", tier="C", instance=i, infra_error=True, passed=False) for i in ("i0", "i1")]
+    assert not [c for c in instance_ablation(recs + cut, infra_as_failure=False) if c.task == "C1"]
+    kept = {(c.task, c.instance): c for c in instance_ablation(recs + cut, infra_as_failure=True)}
+    assert kept[("C1", "i0")].tier == "C" and kept[("C1", "i1")].tcr == 0.0
     narrow = {(c.model, c.instance): c for c in instance_ablation(recs, infra_as_failure=False, alpha=0.5)}
     assert narrow[("m", "i0")].ci_high < i0.ci_high  # alpha sets the level
 
