@@ -266,3 +266,17 @@ def test_size_order() -> None:
     assert size_order({"b": 0.5, "a": 0.0, "c": None, "d": 0.5}) == ["a", "b", "d", "c"]
     assert size_order({"b": 0.5, "a": 0.0}, ["b"]) == ["b"]  # only the models asked about
     assert math.isclose(0.0, 0.0)
+
+
+def test_building_blocks_documented_defaults() -> None:
+    from pytest_agentfloor.stats import build_table, compare_to_reference, compute_tcr
+
+    t = build_table(records())
+    base = dict(n_boot=60, seed=1, cluster="unit", infra_as_failure=False)
+    assert compute_tcr(t, **base) == compute_tcr(t, **base, alpha=0.05, interval_method="guarded",
+                                                 infra_threshold=0.05)
+    assert compute_tcr(t, **base)["small"]["B"].unreliable  # 25 % infra errors against the 5 % default
+    paired = compare_to_reference(t, "ref", margin_pp=10.0, **base)
+    assert paired == compare_to_reference(t, "ref", margin_pp=10.0, **base, alpha=0.05, interval_method="guarded",
+                                          decision="two-sided")
+    assert (paired.alpha, paired.interval_method, paired.decision) == (0.05, "guarded", "two-sided")
