@@ -280,3 +280,22 @@ def test_building_blocks_documented_defaults() -> None:
     assert paired == compare_to_reference(t, "ref", margin_pp=10.0, **base, alpha=0.05, interval_method="guarded",
                                           decision="two-sided")
     assert (paired.alpha, paired.interval_method, paired.decision) == (0.05, "guarded", "two-sided")
+
+
+def test_holm_claims_that_survive_and_a_family_member_with_one_pair() -> None:
+    recs = []
+    for model in ("ref", "same", "lone"):
+        for task, tier in (("A01", "A0"), ("B1", "B")):
+            for run in range(60 if model != "lone" else 1):
+                recs.append({"model": model, "task": task, "tier": tier, "variant": "v0", "instance": "i0",
+                             "run": run, "passed": run % 3 != 0})
+    p = aggregate(recs, None, reference="ref", n_boot=200).paired
+    same, lone = p.tests["same"]["A0"], p.tests["lone"]["A0"]
+    assert same.n_pairs == 60 and same.noninferior and same.equivalent  # 60 ties: well inside +-10 pp
+    assert same.noninferior_holm and same.equivalent_holm and same.p_noninferiority_holm < 0.025
+    assert lone.n_pairs == 1 and lone.holm_family == "model_tier" and lone.p_mcnemar_holm == 1.0
+    assert lone.p_noninferiority_holm is not None and lone.p_equivalence_holm is not None
+    assert p.family_sizes == {"model_tier": 4, "model_overall": 2}
+    # Holm over the four tier tests: the two 'same' tests share the smallest p, scaled by 4 and 3
+    ps = sorted(t.p_noninferiority for m in ("same", "lone") for sc, t in p.tests[m].items() if sc != "overall")
+    assert same.p_noninferiority_holm == pytest.approx(min(1.0, 4 * ps[0]))
