@@ -43,6 +43,7 @@ def test_five_of_five_reports_the_wilson_lower_bound_not_100() -> None:
     assert s.recipes["A"]["90"].model is None and s.recipes["A"]["60"].model is None
 
 
+@pytest.mark.slow  # an exhaustive sweep, 10-20 s; the quick selection and mutation runs leave it out
 def test_every_small_proportion_contains_wilson() -> None:
     """Property: for every n <= 40 and every k, the reported interval for k/n contains Wilson's.
 
@@ -117,6 +118,7 @@ def test_few_concordant_pairs_are_insufficient_evidence(n_pairs: int) -> None:
     assert t.ci95_low_pp < -10 < 10 < t.ci95_high_pp
 
 
+@pytest.mark.slow  # an exhaustive sweep, 10-20 s; the quick selection and mutation runs leave it out
 def test_zero_discordant_pairs_never_certify_below_the_minimum() -> None:
     """Property over every table with no discordant pair (any split of both-pass / both-fail).
 
