@@ -13,8 +13,9 @@ module (killed + timeout over tested mutants, mutmut's definition) and the survi
 `cd <work>/<module> && mutmut show NAME` shows a survivor's diff.
 
 ``--rerun`` reuses a module's earlier run: it copies the checkout's tests into the scratch copy,
-has mutmut re-record which tests call which function, and re-tests only the survivors (minutes
-instead of the full run). It refuses when the module's code or its test selection changed since
+has mutmut re-record which tests call which function, and re-tests only the survivors, the
+mutants no test reached and those an interrupted run left unchecked (minutes instead of the
+full run). It refuses when the module's code or its test selection changed since
 that run, because the mutants (and their names) would no longer match: run the module in full.
 
 Not part of the default test run: a module takes minutes to an hour on two cores.
@@ -159,7 +160,8 @@ def rerun_survivors(name: str, root: Path, children: int) -> dict:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, dst)
     env = _mutmut_env(work)
-    survivors = _survivors(work, env, ("survived", "no tests"))  # a new test may reach an untested function
+    # a new test may reach an untested function; an interrupted run left mutants unchecked
+    survivors = _survivors(work, env, ("survived", "no tests", "not checked"))
     if not survivors:
         return _summary(name, work, env, 0.0)
     # an edited test keeps the coverage mutmut recorded for it: have mutmut record it afresh
@@ -175,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the per-module figures here")
     parser.add_argument("--list", action="store_true", help="print the modules and their tests, run nothing")
     parser.add_argument("--rerun", action="store_true",
-                        help="re-test only the survivors of the last run under --work, with the checkout's tests")
+                        help="re-test only the survivors (and unchecked mutants) of the last run under --work, "
+                             "with the checkout's tests")
     args = parser.parse_args(argv)
     names = args.modules or list(MODULES)
     unknown = [n for n in names if n not in MODULES]
