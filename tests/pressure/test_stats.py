@@ -328,3 +328,61 @@ def test_contrast_intervals_follow_the_seed() -> None:
     assert contrasts(recs, "fixed", n_boot=300, seed=1) == a
     assert contrasts(recs, "fixed", n_boot=300, seed=2) != a
     assert [r["pp"] for r in contrasts(recs, "fixed", n_boot=300, seed=2)] == [r["pp"] for r in a]
+
+
+def test_cluster_bootstrap_centred_p_by_enumeration() -> None:
+    # three one-unit clusters 1, -1, 2: the mean is 2/3; of the 27 equally likely draws the share with
+    # |mean* - 2/3| >= 2/3 (ties included) is the p value
+    vals = [1.0, -1.0, 2.0]
+    means = [sum(d) / 3 for d in itertools.product(vals, repeat=3)]
+    exact = sum(abs(m - 2 / 3) >= 2 / 3 - 1e-12 for m in means) / 27
+    est, lo, hi, p = cluster_bootstrap(np.array(vals), ["a", "b", "c"], n_boot=10_000, seed=3)
+    assert est == pytest.approx(2 / 3) and p == pytest.approx(exact, abs=0.02)
+    qs = sorted(means)
+    assert qs[0] <= lo <= est <= hi <= qs[-1]
+    assert cluster_bootstrap(np.array(vals), ["a", "b", "c"], n_boot=10_000, seed=3) == (est, lo, hi, p)
+    assert cluster_bootstrap(np.array(vals), ["a", "b", "c"], n_boot=10_000, seed=4)[3] != p
+    # an estimate of exactly 1 with no spread: the floor, not 1
+    assert cluster_bootstrap(np.ones(3), ["a", "b", "c"], n_boot=100) == (1.0, 1.0, 1.0, 0.01)
+
+
+def test_cluster_bootstrap_bounds_are_the_documented_order_statistics() -> None:
+    from pytest_agentfloor.stats.bootstrap import resample_weights
+
+    values = np.array([5.0, -20.0, 40.0, 10.0, -5.0, 0.0, 15.0])
+    clusters = ["a", "a", "b", "c", "c", "d", "e"]
+    w = resample_weights(5, 400, 9)  # clusters a..e in sorted order, the documented draw
+    sums, counts = np.array([-15.0, 40.0, 5.0, 0.0, 15.0]), np.array([2.0, 1.0, 2.0, 1.0, 1.0])
+    reps = np.sort((w @ sums) / (w @ counts))
+    for level, k in ((0.95, 10), (0.8, 40)):  # k = ceil((1 - level) / 2 * 400)
+        est, lo, hi, _ = cluster_bootstrap(values, clusters, n_boot=400, seed=9, level=level)
+        assert est == pytest.approx(45 / 7)
+        assert (lo, hi) == (reps[k - 1], reps[400 - k])
+
+
+def test_sign_flip_of_nothing_is_one() -> None:
+    assert sign_flip_p([]) == 1.0
+    assert sign_flip_p([-3.0]) == 1.0
+
+
+def test_summarise_wires_each_lane_through() -> None:
+    from pytest_agentfloor.stats.pressure import summarise
+
+    rng = np.random.default_rng(2)
+    recs = [rec("m", f"{i}-{j}", i, c, bool(rng.random() < 0.5), lane=lane)
+            for lane in ("fixed", "routed") for i in ("email", "files") for j in range(2) for c in ALL_CELLS]
+    recs.append(rec("m", "solo", "email", (8, "low", "raw"), True, lane="solo"))
+    s = summarise(recs, n_boot=120, seed=8)
+    for lane in ("fixed", "routed"):
+        assert s["contrasts"][lane] == contrasts(recs, lane, n_boot=120, seed=8)
+        assert s["truncation"][lane] == truncation(recs, lane)
+    assert s["success"]["solo"] == 1.0  # one passing episode: 1/1
+    assert s["lanes"] == lanes(recs, n_boot=120, seed=8)
+    assert s["failure_records"] == failure_records(recs)
+
+
+def test_truncation_pairs_a_record_without_run_index_as_run_0() -> None:
+    a = rec("m", "f", "email", (8, "low", "raw"), True)
+    b = rec("m", "f", "email", (128, "low", "raw"), False, run=0)
+    del a["run"]
+    assert truncation([a, b], "fixed")["pairs"] == 1
