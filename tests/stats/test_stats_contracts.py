@@ -401,6 +401,7 @@ def test_empty_cells_raise_no_numpy_warnings() -> None:
         assert s.tcr["m"]["B"].tcr is None and s.paired.tests["m"]["B"].n_pairs == 0
         assert s.paired.tests["m"]["B"].delta_pp is None and s.paired.tests["m"]["B"].ci95_low_pp is None
         assert s.cost["m"]["B"].cost_per_run is None and s.reliability["m"]["B"].points == ()
+        assert s.cost["m"]["B"].tcr is None and s.cost["m"]["B"].n_infra == 2
         paper = aggregate(recs, None, reference="ref", n_boot=50, interval_method="paper")
         assert paper.tcr["m"]["B"].ci_low is None
         lo, hi = wilson(np.array([0, 2]), np.array([0, 4]), 0.025)

@@ -299,3 +299,33 @@ def test_holm_claims_that_survive_and_a_family_member_with_one_pair() -> None:
     # Holm over the four tier tests: the two 'same' tests share the smallest p, scaled by 4 and 3
     ps = sorted(t.p_noninferiority for m in ("same", "lone") for sc, t in p.tests[m].items() if sc != "overall")
     assert same.p_noninferiority_holm == pytest.approx(min(1.0, 4 * ps[0]))
+
+
+def test_settings_reach_every_section() -> None:
+    from pytest_agentfloor.stats import build_table, compute_reliability, compute_tcr
+
+    recs = records()
+    t = build_table(recs)
+    s = aggregate(recs, None, reference="ref", n_boot=60, seed=3, alpha=0.1, infra_as_failure=True,
+                  interval_method="paper", infra_threshold=0.5)
+    assert s.tcr == compute_tcr(t, n_boot=60, seed=3, cluster="run", infra_as_failure=True, alpha=0.1,
+                                interval_method="paper", infra_threshold=0.5)
+    assert s.reliability == compute_reliability(t, infra_as_failure=True)
+    assert s.paired.alpha == 0.1 and s.paired.tests["small"]["B"].n_pairs == 4
+    assert s.tcr["small"]["B"].ci_low == s.tcr["small"]["B"].boot_low  # the paper method: no Wilson hull
+    assert s.cost["small"]["B"].n_runs == 4 and s.cost["small"]["B"].tcr == 0.25
+
+
+def test_cost_cells_of_a_last_model_without_runs_or_prices() -> None:
+    from pytest_agentfloor.stats import build_table, compute_cost
+
+    recs = [{"model": "a", "task": "A01", "tier": "A0", "variant": "v0", "instance": "i0", "run": r,
+             "passed": True, "latency_s": 1.0, "cost_usd": 0.5} for r in range(2)]
+    recs += [{"model": "z", "task": "A01", "tier": "A0", "variant": "v0", "instance": "i0", "run": r,
+              "passed": False, "infra_error": True} for r in range(2)]
+    c = compute_cost(build_table(recs), infra_as_failure=False)
+    z = c["z"]["overall"]
+    assert (z.n_runs, z.n_passed, z.n_infra, z.tcr, z.cost_per_run, z.infra_cost_usd) == (0, 0, 2, None, None, None)
+    assert z.mean_latency_s is None and z.tokens_in_total == 0 and z.cost_per_pass is None
+    assert c["a"]["A0"].cost_per_run == 0.5 and c["a"]["A0"].cost_per_pass == 0.5 and c["a"]["A0"].tcr == 1.0
+    assert c["a"]["A0"].cloud_cost_per_run is None  # recorded costs only: no cloud figure
