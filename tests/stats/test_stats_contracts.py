@@ -442,3 +442,28 @@ def test_mean_ci_passes_its_settings_on() -> None:
     assert ratio_ci(v, None, n_boot=300, seed=9) != ratio_ci(v, None, n_boot=300, seed=3)
     assert ratio_ci([1.0], n_boot=5).estimate == 1.0  # a single unit of weight 1 is defined
     assert mean_ci([0.25], n_boot=5).low == 0.25
+
+
+@pytest.mark.parametrize(("n_loss", "n_win", "n"), [(10, 0, 101), (2, 3, 20), (3, 1, 10)])
+def test_paired_bootstrap_follows_the_documented_law(n_loss: int, n_win: int, n: int) -> None:
+    """Paper method: bounds are order statistics and p-values tail shares of the documented draw
+    (module docs of bootstrap and paired), recomputed here from ``resample_weights``."""
+    d = np.zeros(n)
+    d[:n_loss], d[n_loss:n_loss + n_win] = -1.0, 1.0
+    pm, pr = d > 0, d < 0
+    b_draws = 400
+    w = resample_weights(n, b_draws, 5)
+    reps = np.sort(100.0 * (w @ d) / n)
+    t = paired_compare(pm, pr, n_boot=b_draws, seed=5, margin_pp=10.0, interval_method="paper",
+                       decision="one-sided")
+    k95, k90 = math.ceil(0.025 * b_draws), math.ceil(0.05 * b_draws)
+    assert (t.ci95_low_pp, t.ci95_high_pp) == pytest.approx((reps[k95 - 1], reps[b_draws - k95]))
+    assert (t.ci90_low_pp, t.ci90_high_pp) == pytest.approx((reps[k90 - 1], reps[b_draws - k90]))
+    p_lower = max(np.mean(reps <= -10.0 + 1e-9), 1 / b_draws)  # ties at the margin count against the claim
+    p_upper = max(np.mean(reps >= 10.0 - 1e-9), 1 / b_draws)
+    assert t.p_noninferiority == pytest.approx(p_lower)
+    assert t.p_equivalence == pytest.approx(max(p_lower, p_upper))
+    assert t.noninferior == (p_lower < 0.05) and t.equivalent == (max(p_lower, p_upper) < 0.05)
+    other = paired_compare(pm, pr, n_boot=b_draws, seed=6, margin_pp=10.0, interval_method="paper",
+                           decision="one-sided")
+    assert (other.p_noninferiority, other.ci95_low_pp) != (t.p_noninferiority, t.ci95_low_pp)
