@@ -69,6 +69,6 @@ def instance_ablation(records: Iterable[Mapping[str, Any]], *, infra_as_failure:
         if len(per_task.get(t, ())) < 2:
             continue
         lo, hi = wilson(k, n, alpha / 2)
-        out.append(InstanceCell(m, t, tiers.get(t, ""), i, n, k, inf, k / n if n else None,
+        out.append(InstanceCell(m, t, tiers[t], i, n, k, inf, k / n if n else None,
                                 float(lo) if n else None, float(hi) if n else None))
     return out
