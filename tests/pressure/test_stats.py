@@ -183,6 +183,7 @@ def test_contrast_rows_without_complete_units() -> None:
     assert c["signflip_p"] == 1.0 and c["family_p"] == 0.02 and c["family_clusters"] == 1
     assert rows["typed"]["pp"] == 0.0 and rows["typed"]["family_p"] == 1.0  # an estimate of 0 has p = 1
     assert c["family_p_holm"] == pytest.approx(0.04) and rows["typed"]["family_p_holm"] == 1.0  # Holm of two
+    assert c["signflip_p_holm"] == 1.0 and c["intent_p_holm"] == pytest.approx(0.04) and "pp_holm" not in c
     assert contrasts(recs, "routed", n_boot=50)[0] == {"contrast": "V", "lane": "routed", "units": 0}
 
 
@@ -305,7 +306,7 @@ def test_lanes_cluster_by_family_and_count_both_token_kinds() -> None:
     # two family clusters with differences 100 and 0: replicates are 0, 50 or 100 pp
     assert out["routed_minus_fixed_pp"] == 50.0 and (out["lo"], out["hi"]) == (0.0, 100.0)
     assert out["fixed_extra_tokens"] == 230.0  # (300 + 50) - (100 + 20)
-    assert lanes(recs, n_boot=400, seed=5) == out
+    assert lanes(recs, n_boot=400, seed=5) == out and lanes(recs, n_boot=400, seed=6)["p"] != out["p"]
     bare = [{k: v for k, v in r.items() if not k.startswith("tokens")} for r in recs]
     assert lanes(bare, n_boot=50)["fixed_extra_tokens"] == 0.0
 

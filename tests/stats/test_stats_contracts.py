@@ -358,7 +358,8 @@ def _score_by_likelihood(b: int, c: int, n: int, d0: float) -> float:
 
 
 @pytest.mark.parametrize(("b", "c", "n", "margin"), [(9, 0, 45, 0.1), (2, 5, 40, 0.1), (7, 3, 60, 0.05),
-                                                     (0, 0, 30, 0.2), (12, 4, 30, 0.15)])
+                                                     (0, 0, 30, 0.2), (12, 4, 30, 0.15),
+                                                     (1, 0, 1, 0.1), (0, 1, 1, 0.1)])
 def test_tango_pvalues_match_the_score_statistic(b: int, c: int, n: int, margin: float) -> None:
     from scipy.stats import norm
 
