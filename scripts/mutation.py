@@ -24,6 +24,7 @@ Not part of the default test run: a module takes minutes to an hour on two cores
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import shutil
@@ -148,7 +149,7 @@ def rerun_survivors(name: str, root: Path, children: int) -> dict:
         return {"module": name, "error": "the module's files or test selection changed since the earlier run "
                                          "(mutmut would reset every result); run it without --rerun"}
     files = _checkout_files()
-    changed = [rel for rel in files if rel.startswith("pytest_agentfloor/")
+    changed = [rel for rel in files if any(fnmatch.fnmatch(rel, pattern) for pattern in mutate)
                and (not (work / rel).is_file() or (work / rel).read_bytes() != (REPO / rel).read_bytes())]
     if changed:
         return {"module": name, "error": f"code changed since the earlier run ({', '.join(changed[:5])}): the "
