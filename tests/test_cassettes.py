@@ -269,3 +269,13 @@ def test_completed_records_keeps_results_and_reruns_the_rest(tmp_path: Path) -> 
 def test_completed_records_of_a_clean_file_has_no_notes(tmp_path: Path) -> None:
     done, problems = completed_records(write(tmp_path / "runs.jsonl", RECORD))
     assert list(done) == [record_key(RECORD)] and problems == []
+
+
+def test_the_fingerprint_names_a_single_url_and_no_replica_of_a_pool() -> None:
+    # a stored single URL stays in the condition; a pool's replicas are where runs ran, not their condition
+    single = sha('{"base_url": "http://h:8/v1", "name": "m"}')[:16]
+    assert config_fingerprint({"name": "m", "base_url": "http://h:8/v1"}) == single
+    assert config_fingerprint({"name": "m", "base_url": "http://other:8/v1"}) != single
+    pool = sha('{"base_url": "<endpoint pool>", "name": "m"}')[:16]
+    assert config_fingerprint({"name": "m", "base_url": ["http://a:1/v1", "http://b:1/v1"]}) == pool
+    assert config_fingerprint({"name": "m", "base_url": ["http://b:1/v1"]}) == pool
