@@ -40,8 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: pytest subprocess are left out: mutmut cannot tell which mutants they cover, and a pytest
 #: subprocess in a scratch directory cannot load mutmut's configuration.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "grading": (["pytest_agentfloor/grading/*"], ["tests/test_grading.py", "tests/test_ladder_audit.py",
-                                                 "tests/test_cascade.py"]),
+    # grading: not the ladder audit (1,700 case-data items, 25 s for every surviving mutant)
+    "grading": (["pytest_agentfloor/grading/*"], ["tests/test_grading.py", "tests/test_grading_headline.py",
+                                                 "tests/test_hostile_answers.py"]),
     "episode": (["pytest_agentfloor/episode.py"], ["tests/test_episode_loop.py", "tests/test_episode.py"]),
     "corpus": (["pytest_agentfloor/corpus.py"], ["tests/test_cassettes.py", "tests/test_resume_keys.py",
                                                  "tests/test_corpus.py::TestRecordReplay"]),
@@ -49,6 +50,10 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "config": (["pytest_agentfloor/config.py"], ["tests/test_config.py", "tests/test_records.py"]),
     "stats": (["pytest_agentfloor/stats/*"], ["tests/stats", "tests/pressure/test_stats.py",
                                              "tests/judge/test_judge_units.py"]),
+    "callsite": (["pytest_agentfloor/callsite/graders.py"], ["tests/callsite/test_graders.py",
+                                                             "tests/callsite/test_audit.py"]),
+    "pressure": (["pytest_agentfloor/pressure/compiler.py", "pytest_agentfloor/pressure/kind.py"],
+                 ["tests/pressure/test_compiler.py", "tests/pressure/test_audit.py"]),
 }
 
 

@@ -271,3 +271,127 @@ def test_budget_checks_only_the_limits_the_protocol_enforced() -> None:
     many.call_limit, many.token_budget = 3, 128_000
     b = next(v for v in grade(ANSWER, many).verdicts if v.code == "B")
     assert not b.ok and "<= 3 calls" in b.expected and "<= 128000 tokens" in b.expected
+
+
+# -- obligations the tables above leave out ------------------------------------------------------
+def test_remaining_steps_counts_the_required_calls_not_yet_made() -> None:
+    from pytest_agentfloor.grading import remaining_steps
+
+    assert remaining_steps(CASE, traj([])) == 4
+    assert remaining_steps(CASE, traj(good()[:1])) == 3
+    assert remaining_steps(CASE, traj(good()[:2])) == 2  # find and a; b and submit left
+    assert remaining_steps(CASE, traj(good())) == 0
+    failed = good()[:2]
+    failed[1] = [call(1, "lookup_record", {"record_id": "R-1"}, status="error")]
+    assert remaining_steps(CASE, traj(failed)) == 3
+
+
+@pytest.mark.parametrize("text,words", [
+    ("one two-three four's", 3), ("a, b; c d", 4), ("— 'hi' there, 2-3 x", 4), ("", 0), ("  ...  ", 0),
+])
+def test_max_words_counts_words_not_punctuation(text: str, words: int) -> None:
+    check = AnswerCheck(kind="max_words", expected=3)
+    assert check_answer(check, text) == (words <= 3, "at most 3 words", f"{words} words")
+
+
+ROOMS = resolve(parse_case({
+    "id": "T3", "tier": "E", "title": "constraints", "prompts": {"v0": "p"},
+    "tools": ["list_options", "check_constraint", "submit_decision"],
+    "forbidden": ["partial_constraint_check"],
+    "fixtures": {"records": [{"id": "R-1", "collection": "rooms", "name": "one", "fields": {"cap": 4, "video": True}},
+                             {"id": "R-2", "collection": "rooms", "name": "two", "fields": {"cap": 20, "video": True}}],
+                 "constraints": [{"name": "big", "field": "cap", "op": ">=", "value": 10},
+                                 {"name": "video", "field": "video", "op": "==", "value": True}],
+                 "submission": {"decisions": ["book"]}},
+    "gold": {"submission": {"decision": "book", "record_id": "R-2"}},
+    "steps": [{"id": "submit", "tool": "submit_decision"}],
+    "reference": [{"calls": [{"tool": "submit_decision", "args": {"decision": "book", "record_id": "R-2"}}]}],
+}, "T3.toml"), "v0", "i0", "h")
+BOOK = {"decision": "book", "record_id": "R-2"}
+
+
+def _check(turn: int, constraint: str, rid: str = "R-2", status: str = "ok") -> ToolCall:
+    return call(turn, "check_constraint", {"record_id": rid, "constraint": constraint}, status=status)
+
+
+@pytest.mark.parametrize("checks,observed", [
+    ([[_check(0, "big"), _check(0, "video")]], None),
+    ([[_check(0, "big")], [_check(1, "video", rid="r-2")]], None),  # ids compare as the matcher does
+    ([[_check(0, "big")]], "R-2 submitted without checking ['video']"),
+    ([[]], "R-2 submitted without checking ['big', 'video']"),
+    ([[_check(0, "big"), _check(0, "video", rid="R-1")]], "R-2 submitted without checking ['video']"),
+    ([[_check(0, "big"), _check(0, "video", status="error")]], "R-2 submitted without checking ['video']"),
+])
+def test_partial_constraint_check_needs_every_constraint_before_the_submission(checks, observed) -> None:
+    from pytest_agentfloor.grading.obligations import completion
+
+    t = traj(checks + [[call(len(checks), "submit_decision", BOOK)]], submissions=[BOOK])
+    v = completion(ROOMS, t)
+    assert v.ok is (observed is None)
+    if observed:
+        assert (v.code, v.expected, v.observed) == (
+            "C", "every submitted candidate checked against every constraint", observed)
+
+
+def test_a_check_in_the_submissions_own_turn_is_too_late_and_failed_submissions_are_not_judged() -> None:
+    from pytest_agentfloor.grading.obligations import completion
+
+    same = traj([[_check(0, "big"), _check(0, "video"), call(0, "submit_decision", BOOK)]], submissions=[BOOK])
+    assert completion(ROOMS, same).observed == "R-2 submitted without checking ['big', 'video']"
+    rejected = traj([[call(0, "submit_decision", BOOK, status="error")]], submissions=[])
+    assert completion(ROOMS, rejected).ok
+    first = traj([[_check(0, "big", rid="R-1")], [call(1, "submit_decision", dict(BOOK, record_id="R-1"))],
+                  [call(2, "submit_decision", BOOK)]], submissions=[BOOK])
+    assert completion(ROOMS, first).observed == "R-1 submitted without checking ['video']"  # the first problem
+    no_args = traj([[call(0, "submit_decision", BOOK)]], submissions=[BOOK])
+    no_args.turns[0].calls[0].arguments = None
+    assert completion(ROOMS, no_args).observed == "None submitted without checking ['big', 'video']"
+
+
+def test_completion_ends_with_an_answer_and_reads_only_the_forbidden_behaviours() -> None:
+    from pytest_agentfloor.grading.obligations import completion
+
+    ended = completion(CASE, traj(good(), termination="turn_budget"))
+    assert (ended.ok, ended.expected, ended.observed) == (
+        False, "the episode ends with an answer or a submission", "ended by turn_budget")
+    assert completion(CASE, traj(good(), termination="final_answer", final="done")).ok
+    # ROOMS does not forbid repeated calls: a repeat is no C failure there
+    rep = [[_check(0, "big"), _check(0, "video"), _check(0, "big", ) ], [call(1, "submit_decision", BOOK)]]
+    rep[0][2].repeated = True
+    assert completion(ROOMS, traj(rep, submissions=[BOOK])).ok
+    # CASE forbids them (the default)
+    repeated = good()
+    repeated[1].append(call(1, "lookup_record", {"record_id": "R-1"}, repeated=True))
+    v = completion(CASE, traj(repeated))
+    assert (v.ok, v.expected, v.observed) == (False, "no repeated identical call", "repeated ['lookup_record']")
+
+
+def test_evidence_in_a_text_answer_matches_whole_ids_in_any_case() -> None:
+    from pytest_agentfloor.grading.obligations import evidence
+
+    case = resolve(parse_case({
+        "id": "T4", "tier": "B", "title": "cite in text", "prompts": {"v0": "p"},
+        "tools": ["lookup_record"],
+        "fixtures": {"records": [{"id": "CUS-1", "collection": "c", "name": "one"},
+                                 {"id": "CUS-12", "collection": "c", "name": "twelve"}]},
+        "gold": {"answer": [{"kind": "contains", "values": ["ok"]}], "evidence": ["CUS-1"]},
+        "steps": [{"id": "read", "tool": "lookup_record", "args": {"record_id": "CUS-1"}}],
+        "reference": [{"calls": [{"tool": "lookup_record", "args": {"record_id": "CUS-1"}}]}, {"final": "ok CUS-1"}],
+    }, "T4.toml"), "v0", "i0", "h")
+
+    def answered(text: str, seen: str = "CUS-1") -> Trajectory:
+        t = traj([[call(0, "lookup_record", {"record_id": seen})]], termination="final_answer", final=text,
+                 submissions=[])
+        t.turns[0].calls[0].result = {"status": "ok", "data": {"id": seen, "name": "x"}}
+        return t
+
+    assert evidence(case, answered("ok, see cus-1.")).ok
+    v = evidence(case, answered("ok, see CUS-12"))  # CUS-12 is not CUS-1
+    assert (v.ok, v.expected, v.observed) == (False, "cites exactly ['CUS-1']", "cites ['CUS-12']")
+    assert not evidence(case, answered("ok, see XCUS-1")).ok
+    v = evidence(case, answered("ok, CUS-1", seen="CUS-12"))  # cited, but the result showed only CUS-12
+    assert (v.ok, v.expected, v.observed) == (False, "cites only records it retrieved", "never retrieved ['CUS-1']")
+    two = answered("ok, CUS-1")
+    two.turns[0].calls.insert(0, ToolCall(turn=0, id="x", name="lookup_record", raw_arguments="{}", arguments={},
+                                          result={"status": "ok", "data": {"id": "CUS-12"}}))
+    assert evidence(case, two).ok  # an id seen in any call's result counts
