@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: subprocess in a scratch directory cannot load mutmut's configuration.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
     # grading: not the ladder audit (1,700 case-data items, 25 s for every surviving mutant)
-    "grading": (["pytest_agentfloor/grading/*"], ["tests/test_grading.py", "tests/test_grading_headline.py", "tests/test_grading_verdicts.py",
-                                                 "tests/test_hostile_answers.py"]),
+    "grading": (["pytest_agentfloor/grading/*"], ["tests/test_grading.py", "tests/test_grading_headline.py",
+                                                 "tests/test_grading_verdicts.py", "tests/test_hostile_answers.py"]),
     "episode": (["pytest_agentfloor/episode.py"], ["tests/test_episode_loop.py", "tests/test_episode.py"]),
     "corpus": (["pytest_agentfloor/corpus.py"], ["tests/test_cassettes.py", "tests/test_resume_keys.py",
                                                  "tests/test_corpus.py::TestRecordReplay"]),
