@@ -339,3 +339,98 @@ def test_grade_without_hooks_is_the_defaults() -> None:
     assert g.first_unmet is g.verdicts[1]  # submit_decision never called and len(g.verdicts) == 9
     ok = grade(CASE, traj(good()))
     assert (ok.passed, ok.first_unmet, ok.failure_mode, ok.terminal_flag) == (True, None, None, None)
+
+
+# -- answer checks ----------------------------------------------------------------------------
+from pytest_agentfloor.grading.obligations import _json_object, check_answer, remaining_steps  # noqa: E402
+from pytest_agentfloor.suite.schema import AnswerCheck  # noqa: E402
+
+LABELS = AnswerCheck(kind="label", labels=["approve", "reject", "escalate"], expected="approve")
+LABELS_TEXT = "exactly the label 'approve' from ['approve', 'reject', 'escalate']"
+REOPEN = AnswerCheck(kind="label", labels=["Re-open", "open"], expected="Re-open")
+LONG = "x" * 100
+
+
+@pytest.mark.parametrize("check,text,result", [
+    (LABELS, "Approve.", (True, LABELS_TEXT, "labels ['approve']")),
+    (LABELS, "My decision: approve", (True, LABELS_TEXT, "labels ['approve']")),
+    (LABELS, "I would approve, not reject", (False, LABELS_TEXT, "labels ['approve', 'reject']")),
+    (LABELS, "**reject**", (False, LABELS_TEXT, "labels ['reject']")),
+    (LABELS, "approved", (False, LABELS_TEXT, "no valid label in 'approved'")),
+    (LABELS, "pre_approve", (False, LABELS_TEXT, "no valid label in 'pre_approve'")),
+    (LABELS, LONG, (False, LABELS_TEXT, f"no valid label in {'x' * 80!r}")),
+    # the whole answer being one label wins over the labels found inside it
+    (REOPEN, "'Re-open'.", (True, "exactly the label 'Re-open' from ['Re-open', 'open']", "labels ['Re-open']")),
+    (REOPEN, "re-open it", (False, "exactly the label 'Re-open' from ['Re-open', 'open']", "labels ['Re-open', 'open']")),
+    (REOPEN, "open", (False, "exactly the label 'Re-open' from ['Re-open', 'open']", "labels ['open']")),
+    (AnswerCheck(kind="contains", values=["Net 45", "EUR"]), "net  45\nin eur", (True, "mentions ['Net 45', 'EUR']",
+                                                                                "all present")),
+    (AnswerCheck(kind="contains", values=["Net 45", "EUR"]), "Net 45", (False, "mentions ['Net 45', 'EUR']",
+                                                                        "missing ['EUR']")),
+    (AnswerCheck(kind="not_contains", values=["guess", "maybe"]), "I GUESS so, maybe",
+     (False, "never mentions ['guess', 'maybe']", "mentions ['guess', 'maybe']")),
+    (AnswerCheck(kind="not_contains", values=["guess"]), "certain", (True, "never mentions ['guess']", "none")),
+    (AnswerCheck(kind="json_fields", fields={"total": 12.5, "currency": "EUR"}),
+     'Result: {"total": 12.50, "currency": "eur"}', (True, "fields {'total': 12.5, 'currency': 'EUR'}", "all match")),
+    (AnswerCheck(kind="json_fields", fields={"total": 12.5, "currency": "EUR"}), '{"total": 13}',
+     (False, "fields {'total': 12.5, 'currency': 'EUR'}", "wrong {'total': 13, 'currency': '<missing>'}")),
+    (AnswerCheck(kind="json_fields", fields={"total": 1}), "no object " + LONG,
+     (False, "a JSON object with {'total': 1}", f"no JSON object in {('no object ' + LONG)[:80]!r}")),
+    (AnswerCheck(kind="regex", pattern="^A.*Z$"), "A\nZ", (True, "text matching /^A.*Z$/", "A\nZ")),
+    (AnswerCheck(kind="regex", pattern="^A.*Z$"), "A\nZ!" + LONG, (False, "text matching /^A.*Z$/", ("A\nZ!" + LONG)[:80])),
+    (AnswerCheck(kind="number", expected=1250), "Total: 1,250.00 EUR", (True, "the number 1250", "numbers [1250.0]")),
+    (AnswerCheck(kind="number", expected=1250), "PRJ-1250 and v1250 cost 1249",
+     (False, "the number 1250", "numbers [1249.0]")),
+    (AnswerCheck(kind="number", expected=1250, tolerance=1), "1249", (True, "the number 1250", "numbers [1249.0]")),
+    (AnswerCheck(kind="number", expected=10, tolerance=0.5), "10.5", (True, "the number 10", "numbers [10.5]")),
+    (AnswerCheck(kind="number", expected=10, tolerance=0.5), "10.6", (False, "the number 10", "numbers [10.6]")),
+    (AnswerCheck(kind="number", expected=-5), "-5 3 4 5 6 7 8", (True, "the number -5",
+                                                                 "numbers [-5.0, 3.0, 4.0, 5.0, 6.0, 7.0]")),
+])
+def test_check_answer(check: AnswerCheck, text: str, result: tuple) -> None:
+    assert check_answer(check, text) == result
+
+
+def test_json_object_takes_the_first_fenced_object_or_the_outermost_braces() -> None:
+    assert _json_object('a {"x": {"y": 1}} b') == {"x": {"y": 1}}
+    assert _json_object('x{"a": 1}') == {"a": 1}
+    assert _json_object('{"a": 1}x') == {"a": 1}
+    assert _json_object('{"note": "```{oops}```", "a": 1}') == {"note": "```{oops}```", "a": 1}
+    assert _json_object('see ```x}``` and ```{"c": 3}``` }') == {"c": 3}
+    assert _json_object('```json\n["a"]\n```') is None and _json_object("[1, 2]") is None
+    assert _json_object("} {") is None
+
+
+# -- workflow order ----------------------------------------------------------------------------
+def _chain(steps: list[dict]) -> object:
+    return resolve(parse_case({
+        "id": "T8", "tier": "B", "title": "order", "prompts": {"v0": "p"},
+        "tools": ["search_records", "lookup_record", "get_attribute"],
+        "fixtures": {"records": [{"id": "R-1", "collection": "c", "name": "one"}]},
+        "gold": {"answer": [{"kind": "contains", "values": ["one"]}]},
+        "steps": steps,
+        "reference": [{"calls": [{"tool": "search_records", "args": {"query": "one"}}]}, {"final": "one"}],
+    }, "T8.toml"), "v0", "i0", "h")
+
+
+def test_steps_listed_before_their_dependencies_are_still_ordered() -> None:
+    case = _chain([{"id": "c", "tool": "get_attribute", "after": ["b"]},
+                   {"id": "b", "tool": "lookup_record", "after": ["a"]},
+                   {"id": "a", "tool": "search_records"}])
+    t = ep(case, [[SEARCH], [READ], [("get_attribute", {"record_id": "CUS-1", "attribute": "x"})]], final="one")
+    assert remaining_steps(case, t) == 0 and workflow(case, t).ok
+    assert remaining_steps(case, ep(case, [[SEARCH], [READ]], final="one")) == 1
+    assert remaining_steps(case, ep(case, [], final="one")) == 3
+
+
+def test_a_dependency_cycle_leaves_its_steps_undone_and_the_rest_graded() -> None:
+    """Case files with a cycle are rejected at load; a ResolvedCase built in code (a compiler, a
+    plugin) is not validated, and grading it must still end."""
+    from pytest_agentfloor.suite.schema import Step
+
+    case = _chain([{"id": "a", "tool": "search_records"}]).model_copy(update={"steps": (
+        Step(id="a", tool="search_records"), Step(id="x", tool="lookup_record", after=["y"]),
+        Step(id="y", tool="get_attribute", after=["x"]))})
+    t = ep(case, [[SEARCH], [READ], [("get_attribute", {"record_id": "CUS-1", "attribute": "x"})]], final="one")
+    assert remaining_steps(case, t) == 2
+    assert workflow(case, t).observed == "2 of 3 required step(s) not done, first: 'x'"

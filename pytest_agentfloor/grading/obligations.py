@@ -62,7 +62,7 @@ def step_turns(case: ResolvedCase, traj: Trajectory) -> dict[str, int | None]:
                                       and subset(step.args, c.arguments)), None)
             pending.remove(step)
             progressed = True
-        if not progressed:  # a cycle; the schema forbids unknown deps but not cycles
+        if not progressed:  # a cycle: case files cannot have one, a ResolvedCase built in code can
             for step in pending:
                 done[step.id] = None
             break
