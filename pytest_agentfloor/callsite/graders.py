@@ -68,8 +68,9 @@ def unfence(text: str) -> str:
 
 # -- labels ---------------------------------------------------------------------------------
 def _label_of(text: str) -> str:
+    """The label in `"actuate".`, `actuate.` or `'actuate'`: quotes, then a full stop, then quotes."""
     t = text.strip().strip("`\"'").strip()
-    return t[:-1].strip() if t.endswith(".") else t
+    return t[:-1].strip().strip("`\"'").strip() if t.endswith(".") else t
 
 
 def grade_label(case: CallSiteCase, output: str) -> Outcome:
