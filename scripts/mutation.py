@@ -51,6 +51,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "stats": (["pytest_agentfloor/stats/*"], ["tests/stats", "tests/pressure/test_stats.py",
                                              "tests/judge/test_judge_units.py"]),
     "callsite": (["pytest_agentfloor/callsite/graders.py"], ["tests/callsite/test_graders.py",
+                                                             "tests/callsite/test_graders_verdicts.py",
                                                              "tests/callsite/test_audit.py"]),
     "pressure": (["pytest_agentfloor/pressure/compiler.py", "pytest_agentfloor/pressure/kind.py"],
                  ["tests/pressure/test_compiler.py", "tests/pressure/test_audit.py"]),
