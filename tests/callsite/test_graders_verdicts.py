@@ -203,3 +203,152 @@ def test_label_verdicts() -> None:
     assert v(grade_label(LABEL, long)) == ([("intent.valid_label", False, "one of actuate, pipeline, other",
                                              ("actuate " * 20)[:157] + "...")], {"label": None})
     assert grade_label(LABEL, "`actuate.`").passed and grade_label(LABEL, '"other"').details == {"label": "other"}
+
+
+# -- actuator ---------------------------------------------------------------------------------
+from pytest_agentfloor.callsite.graders import action_key, grade_actuator, grade_codegen  # noqa: E402
+
+from .test_graders import GOOD, KETTLE, ON, SUB  # noqa: E402
+
+ON_GOLD = '[{"domain": "light", "entity_id": "light.kitchen", "service": "turn_on", "service_data": {}}]'
+ON_JS = '[{"domain": "light", "entity_id": "light.kitchen", "service": "turn_on"}]'
+
+
+def details(acted=True, refused=False, substitution=False, hallucinated=False, actionable=True) -> dict:
+    return {"acted": acted, "refused": refused, "substitution": substitution, "hallucinated": hallucinated,
+            "actionable": actionable}
+
+
+def test_actuator_format_verdicts() -> None:
+    c = case("actuator", actions=[ON])
+    out = grade_actuator(c, "not json")
+    assert verdicts(out) == [("actuator.format", False, "a JSON array of service calls",
+                              "not JSON (Expecting value at char 0): not json")]
+    assert out.details == details(acted=False)
+    shape = "objects {domain, service, entity_id, service_data}"
+    for bad in ({**ON, "colour": "red"}, {**ON, "service_data": [1]}, {**ON, "entity_id": 3}, "light.kitchen"):
+        out = grade_actuator(c, js([ON, bad]))
+        text = bad if isinstance(bad, str) else json.dumps(bad, sort_keys=True)
+        assert verdicts(out) == [("actuator.format", False, shape, text)]
+    assert grade_actuator(c, js([{**ON, "service_data": {}}])).passed
+
+
+def test_actuator_entity_and_refusal_verdicts() -> None:
+    c = case("actuator", actions=[ON])
+    out = grade_actuator(c, js([{**ON, "entity_id": "light.kitchen_main"}, ON, {**ON, "entity_id": "light.x"}]))
+    assert verdicts(out) == [("actuator.format", True, "", ""), (
+        "actuator.entity", False, "entity ids from site_t's registry",
+        "light.kitchen_main, light.x not in the registry (hallucinated)")]
+    assert out.details == details(hallucinated=True)
+    absent = case("actuator", actions=[])
+    out = grade_actuator(absent, js([ON]))
+    assert verdicts(out)[1:] == [("actuator.entity", True, "", ""),
+                                 ("actuator.refusal", False, "[] (the site has no such device)", f"1 call(s): {ON_JS}")]
+    assert out.details == details(substitution=True, actionable=False)
+    out = grade_actuator(absent, "[]")
+    assert verdicts(out)[1:] == [("actuator.entity", True, "", ""), ("actuator.refusal", True, "", "")]
+    assert out.details == details(acted=False, refused=True, actionable=False)
+
+
+def test_actuator_action_verdicts() -> None:
+    c = case("actuator", actions=[ON])
+    hall = {**ON, "entity_id": "light.hall"}
+
+    def last(output: str) -> tuple:
+        out = grade_actuator(c, output)
+        assert verdicts(out)[:2] == [("actuator.format", True, "", ""), ("actuator.entity", True, "", "")]
+        assert len(out.verdicts) == 3
+        return verdicts(out)[2], out.details
+
+    assert last(js([ON])) == (("actuator.actions", True, "", ""), details())
+    assert last("[]") == (("actuator.missed", False, ON_GOLD, "[] (refused an actionable request)"),
+                          details(acted=False, refused=True))
+    assert last(js([hall])) == (("actuator.substitution", False, "act on light.kitchen",
+                                 "acted on light.hall instead"), details(substitution=True))
+    assert last(js([ON, hall])) == (("actuator.extra_action", False, "no actuation beyond the request",
+                                     'also [{"domain": "light", "entity_id": "light.hall", "service": "turn_on"}]'),
+                                    details(substitution=True))
+    off = {**ON, "service": "turn_off"}
+    assert last(js([off])) == (("actuator.service_call", False, ON_GOLD,
+                                '[{"domain": "light", "entity_id": "light.kitchen", "service": "turn_off"}]'),
+                               details())
+    assert last(js([ON, ON])) == (("actuator.extra_action", False, "each call once", "2 calls, 1 distinct"), details())
+    two = case("actuator", actions=[ON, KETTLE])
+    out = grade_actuator(two, js([ON]))
+    assert verdicts(out)[2] == ("actuator.incomplete", False, cut160(_gold_text(two)),
+                                'missing [{"domain": "switch", "entity_id": "switch.kettle", "service": "turn_on", '
+                                '"service_data": {}}]')
+    # a wrong service on one of two gold entities shows the gold calls still missing
+    out = grade_actuator(two, js([off, KETTLE]))
+    assert verdicts(out)[2] == ("actuator.service_call", False, ON_GOLD, json.dumps([off], sort_keys=True))
+
+
+def _gold_text(c) -> str:
+    return json.dumps([a.model_dump() for a in c.actions], sort_keys=True)
+
+
+def test_action_key_normalises_numbers_and_keeps_list_order() -> None:
+    call = {"domain": "light", "service": "turn_on", "entity_id": "light.strip",
+            "service_data": {"rgb": [255, 0, 0.5], "n": 3, "on": False, "none": None, "name": "x", "sub": {"b": 1, "a": 2}}}
+    assert action_key(call) == ("light", "turn_on", "light.strip",
+                                (("n", 3.0), ("name", "x"), ("none", None), ("on", False), ("rgb", (255.0, 0.0, 0.5)),
+                                 ("sub", (("a", 2.0), ("b", 1.0)))))
+    assert action_key({"domain": "light"}) == ("light", None, None, ())
+    assert action_key({**call, "service_data": None})[3] == ()
+
+
+# -- codegen ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("source,n,expected,observed", [
+    ("async def setup(agent)\n    pass", 0, "Python source", "syntax error line 1: expected ':'"),
+    ("async def process(agent):\n    pass", 1, "async def setup(...) at module level", "not defined"),
+    ("def setup(agent):\n    pass", 1, "async def setup", "def setup (not async)"),
+    ("async def setup(agent, extra):\n    pass", 1, "setup takes 1 argument(s)", "2 positional"),
+    ("async def setup(agent, *rest):\n    pass", 1, "setup takes 1 argument(s)", "1 positional plus extras"),
+    ("async def setup(agent, *, k=1):\n    pass", 1, "setup takes 1 argument(s)", "1 positional plus extras"),
+    ("async def setup(agent):\n    pass\ndef process(agent):\n    pass", 1, "async def process",
+     "def process (not async)"),
+    ("import json\n" + GOOD, 2, "imports inside functions", "module-level import at line 1"),
+    (GOOD.replace('agent.subscribe("in/topic", on_msg)', 'await agent.subscribe("in/topic", on_msg)'), 3,
+     "agent.subscribe(...) called without await (it is synchronous)", "await agent.subscribe(...) at line 7"),
+    (GOOD.replace("await agent.publish", "agent.publish"), 3, "await agent.publish(...)",
+     "agent.publish(...) not awaited at line 5"),
+    (GOOD + "    agent.llm.chat('hi')\n", 3, "await agent.llm.chat(...)", "agent.llm.chat(...) not awaited at line 8"),
+    (GOOD.replace('agent.subscribe("in/topic", on_msg)', 'agent.subscribe("in/topic")'), 4,
+     "agent.subscribe(topic, callback)", "no callback at line 7"),
+    (GOOD.replace('agent.subscribe("in/topic", on_msg)', 'agent.subscribe("in/topic", callback=on_msg)'), None, "", ""),
+    (GOOD.replace("on_msg)", "lambda p: None)"), 4, "an async function as the callback", "lambda p: None at line 7"),
+    (GOOD.replace("on_msg)", "nothing)"), 4, "an async function as the callback", "nothing at line 7"),
+    (GOOD.replace("async def on_msg(payload)", "async def on_msg(topic, payload)"), 4,
+     "callback on_msg(payload) with one argument", "2 argument(s)"),
+    (GOOD.replace("async def on_msg(payload)", "async def on_msg(payload, *more)"), 4,
+     "callback on_msg(payload) with one argument", "1 argument(s)"),
+    (GOOD + "\nasync def process(agent):\n    while 1:\n        await agent.log('x')\n", 5,
+     "one iteration per process() call", "endless while loop at line 10"),
+    (GOOD + "\nasync def process(agent):\n    while 0:\n        await agent.log('x')\n", None, "", ""),
+    (GOOD + "\nasync def process(agent):\n    while agent:\n        await agent.log('x')\n", None, "", ""),
+    (GOOD + "\nasync def process(agent):\n    while None:\n        await agent.log('x')\n", None, "", ""),
+    (GOOD.replace("import json", "from openai.types import X"), 6, "agent.llm.chat for model calls",
+     "imports openai.types"),
+    (GOOD.replace("import json", "import json, llama_cpp"), 6, "agent.llm.chat for model calls", "imports llama_cpp"),
+    (GOOD.replace("import json", "from . import x"), None, "", ""),
+    ("async def setup(agent):\n    async def cb(p):\n        pass\n    agent.subscribe('t', cb)\n", 7,
+     "calls agent.subscribe, agent.publish", "never calls agent.publish"),
+])
+def test_codegen_verdicts(source: str, n: int | None, expected: str, observed: str) -> None:
+    """Line numbers count from the first non-blank line (the output is stripped like a fence)."""
+    rules = ["codegen.parse", "codegen.functions", "codegen.module_import", "codegen.await_sync", "codegen.subscribe",
+             "codegen.loop", "codegen.own_llm", "codegen.uses"]
+    out = grade_codegen(SUB, source)
+    if n is None:
+        assert verdicts(out) == [(r, True, "", "") for r in rules]
+    else:
+        assert verdicts(out) == [(r, True, "", "") for r in rules[:n]] + [(rules[n], False, expected, observed)]
+    assert out.details == {}
+
+
+def test_codegen_uses_counts_plain_and_method_calls() -> None:
+    c = case("codegen", code={"functions": ["setup"], "uses": ["run_in_executor", "print", "agent.llm.chat"]})
+    src = ("async def setup(agent):\n    loop.run_in_executor(None, f)\n    print(1)\n"
+           "    await agent.llm.chat('x')\n")
+    assert grade_codegen(c, src).passed
+    assert grade_codegen(c, src.replace("print(1)", "x = print")).first_failed.observed == "never calls print"
