@@ -54,7 +54,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                                                              "tests/callsite/test_graders_verdicts.py",
                                                              "tests/callsite/test_audit.py"]),
     "pressure": (["pytest_agentfloor/pressure/compiler.py", "pytest_agentfloor/pressure/kind.py"],
-                 ["tests/pressure/test_kind.py", "tests/pressure/test_compiler.py", "tests/pressure/test_audit.py"]),
+                 ["tests/pressure/test_kind.py", "tests/pressure/test_compiler.py",
+                  "tests/pressure/test_audit.py"]),
 }
 
 
