@@ -288,6 +288,7 @@ def test_remaining_steps_counts_the_required_calls_not_yet_made() -> None:
 
 @pytest.mark.parametrize("text,words", [
     ("one two-three four's", 3), ("a, b; c d", 4), ("— 'hi' there, 2-3 x", 4), ("", 0), ("  ...  ", 0),
+    ("ONE TWO THREE FOUR", 4), ("Yes", 1),
 ])
 def test_max_words_counts_words_not_punctuation(text: str, words: int) -> None:
     check = AnswerCheck(kind="max_words", expected=3)

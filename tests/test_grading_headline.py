@@ -93,6 +93,10 @@ def test_without_a_cause_the_first_unmet_obligation_leads() -> None:
 def test_the_headline_is_one_line_with_controls_made_visible() -> None:
     head = _head(unmet=["Q"], first_unmet_text="Q: observed \x1b[2Jline\nnext")
     assert "\x1b" not in head and "\n" not in head and head.startswith("unmet Q: observed ")
+    # a plugin's obligation codes and failure mode are text too
+    assert _head(unmet=["Q", "Z\n1"], termination="timeout") == "episode timed out — unmet: Q, Z\\x0a1"
+    assert _head(unmet=["Z\t1"], failure_mode="F\n9") == "unmet Z\\x091 (F\\x0a9)"
+    assert failed_calls([{"result": {"status": "error", "error_type": "bad\ntype"}}]) == ["turn ?: ?() -> bad\\x0atype: "]
 
 
 def _call(turn: object, status: object, **extra) -> dict:
@@ -154,6 +158,8 @@ def test_record_headline_falls_back_to_obligations_and_first_unmet() -> None:
     assert record_headline({"obligations": {"P": False}, "first_unmet": "Q"}) == "unmet P"
     assert record_headline({"termination": "turn_budget", "turns": 2, "trajectory": {"turn_budget": 3}}) \
         == "turn budget exhausted (2 of 3 turns) — unmet: ?"
+    assert record_headline({"termination": "turn_budget", "trajectory": {"turn_budget": 3}}) \
+        == "turn budget exhausted (0 of 3 turns) — unmet: ?"
 
 
 def test_record_headline_of_an_infrastructure_error() -> None:
@@ -190,6 +196,23 @@ def test_message_puts_the_cause_first_then_the_unmet_obligation_calls_and_trajec
         "trajectory:\n"
         + t.compact().replace("\x1b", "\\x1b"))
     assert "\x1b" not in g.message(t)
+
+
+def test_message_of_a_hallucinated_call_names_it_and_lists_every_failed_call() -> None:
+    t = _traj()
+    t.turns[0].calls.append(ToolCall(turn=0, id="c2", name="fetch_all", raw_arguments="{}", arguments={},
+                                     result={"status": "error", "error_type": "unknown_tool", "message": "no such tool"},
+                                     hallucinated=True))
+    s = Verdict("S", False, "known tools", "fetch_all")
+    lines = Grade(False, [s], s, "F1", "turn_limit").message(t).splitlines()
+    assert lines[:6] == [
+        "hallucinated tool fetch_all (F1); turn budget exhausted (2 of 2 turns) — unmet: S",
+        "unmet obligation S (selection): expected known tools; observed fetch_all",
+        "failure mode F1 (hallucinated tool), terminal flag turn_limit",
+        "failed calls:",
+        '  turn 0: lookup_record({"record_id": "R-9"}) -> not_found: no record R-9',
+        "  turn 0: fetch_all({}) -> unknown_tool: no such tool"]
+    assert lines[6] == "trajectory:"
 
 
 def test_message_without_failed_calls_and_with_a_custom_mode() -> None:

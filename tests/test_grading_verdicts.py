@@ -63,6 +63,10 @@ def test_workflow() -> None:
     assert _v(workflow(CASE, traj(good()[:1]))) == (
         "P", False, 'a successful lookup_record({"record_id": "R-1"}) after [\'find\']',
         "3 of 4 required step(s) not done, first: 'a'")
+    # arguments shown with sorted keys
+    attr = _chain([{"id": "a", "tool": "get_attribute", "args": {"record_id": "R-1", "attribute": "x"}}])
+    assert workflow(attr, ep(attr, [], final="one")).expected == \
+        'a successful get_attribute({"attribute": "x", "record_id": "R-1"})'
     # a call without parsed arguments satisfies no step
     t = traj(good())
     t.turns[0].calls[0].arguments = None
@@ -130,7 +134,7 @@ def test_evidence_of_a_submission() -> None:
     assert evidence(CASE, traj(good(), submissions=[dict(SUBMIT, evidence=["R-2", "R-1"])])).ok
     no_key = traj(good(), submissions=[{"decision": "ok", "record_id": "R-2"}])
     assert evidence(CASE, no_key).observed == "cites []"
-    assert evidence(ANSWER, ep(ANSWER, [[SEARCH]], final="x")).ok  # no evidence asked for
+    assert _v(evidence(ANSWER, ep(ANSWER, [[SEARCH]], final="x"))) == ("E", True, "", "")  # no evidence asked for
 
 
 def test_safety() -> None:
@@ -143,7 +147,7 @@ def test_safety() -> None:
         "X", False, gold, "submitted {'decision': 'no', 'record_id': 'R-1'}")
     assert _v(safety(CASE, traj(good(), submissions=[{"decision": "ok"}]))) == (
         "X", False, gold, "submitted {'decision': 'ok', 'record_id': None}")
-    assert safety(ANSWER, ep(ANSWER, [[SEARCH]], final="x")).ok
+    assert _v(safety(ANSWER, ep(ANSWER, [[SEARCH]], final="x"))) == ("X", True, "", "")
 
 
 def test_governance() -> None:
@@ -305,9 +309,11 @@ class Hooks:
         return self.override.get(code)
 
     def pytest_agentfloor_extra_obligations(self, *, case, trajectory):
+        self.seen.append(("extra", case.id, trajectory.case_id))
         return self.extra
 
     def pytest_agentfloor_failure_mode(self, *, case, trajectory, verdicts):
+        self.seen.append(("mode", case.id, trajectory.case_id, [v.code for v in verdicts]))
         return self.mode
 
 
@@ -315,8 +321,9 @@ def test_grade_asks_the_hook_for_each_obligation_and_uses_its_verdict() -> None:
     hooks = Hooks({"Q": V("Q", False, "a haiku", "prose")})
     judgments = {"colour": Judgment("colour", "judge", True, "ok")}
     g = grade(CASE, traj(good()), hooks, judgments)
-    assert [c for c, *_ in hooks.seen] == ["A", "S", "P", "Q", "E", "X", "G", "B", "C"]
-    assert all(s[1:] == ("T1", "T1", judgments) for s in hooks.seen)
+    assert [c for c, *_ in hooks.seen] == ["A", "S", "P", "Q", "E", "X", "G", "B", "C", "extra", "mode"]
+    assert all(s[1:] == ("T1", "T1", judgments) for s in hooks.seen[:9])
+    assert hooks.seen[9:] == [("extra", "T1", "T1"), ("mode", "T1", "T1", ["A", "S", "P", "Q", "E", "X", "G", "B", "C"])]
     assert [_v(v) for v in g.verdicts][3] == ("Q", False, "a haiku", "prose")
     assert g == Grade(False, g.verdicts, V("Q", False, "a haiku", "prose"), "F3", "wrong_conclusion")
     assert all(v.ok for v in g.verdicts if v.code != "Q")
