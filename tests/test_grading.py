@@ -353,8 +353,8 @@ def test_completion_ends_with_an_answer_and_reads_only_the_forbidden_behaviours(
     from pytest_agentfloor.grading.obligations import completion
 
     ended = completion(CASE, traj(good(), termination="turn_budget"))
-    assert (ended.ok, ended.expected, ended.observed) == (
-        False, "the episode ends with an answer or a submission", "ended by turn_budget")
+    assert (ended.code, ended.ok, ended.expected, ended.observed) == (
+        "C", False, "the episode ends with an answer or a submission", "ended by turn_budget")
     assert completion(CASE, traj(good(), termination="final_answer", final="done")).ok
     # ROOMS does not forbid repeated calls: a repeat is no C failure there
     rep = [[_check(0, "big"), _check(0, "video"), _check(0, "big", ) ], [call(1, "submit_decision", BOOK)]]

@@ -211,6 +211,8 @@ def test_completion_needs_an_answer_where_stopping_without_one_is_forbidden() ->
     assert completion(case, ep(case, [[SEARCH]], final="x")).ok
     assert _v(completion(case, ep(case, [[SEARCH]], final="  "))) == ("C", False, "a final answer before stopping",
                                                                       "stopped without one")
+    assert _v(completion(case, ep(case, [[SEARCH]], final=None))) == ("C", False, "a final answer before stopping",
+                                                                      "stopped without one")
     assert completion(case, ep(case, [[SEARCH], [SEARCH]], final="x")).ok  # repeats are not forbidden here
     # a case that asks for no answer may stop without one
     assert completion(CASE, traj(good(), termination="final_answer", final=None)).ok
