@@ -361,7 +361,6 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
     top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for name in gold.functions:
         fn = top.get(name)
-        arity = AGENT_FUNCTIONS[name]
         if fn is None:
             return Outcome(v + [_fail("codegen.functions", f"async def {name}(...) at module level", "not defined")],
                            details)

@@ -352,3 +352,23 @@ def test_codegen_uses_counts_plain_and_method_calls() -> None:
            "    await agent.llm.chat('x')\n")
     assert grade_codegen(c, src).passed
     assert grade_codegen(c, src.replace("print(1)", "x = print")).first_failed.observed == "never calls print"
+
+
+def test_only_quotes_and_a_full_stop_are_stripped_from_a_label() -> None:
+    for output in ("Xactuate", "actuateX", "actuateX.", "xactuate.", "(actuate)"):
+        assert grade_label(LABEL, output).first_failed.code == "intent.valid_label", output
+    for output in ('"actuate".', "'actuate.'", "`actuate`.", " actuate . "):
+        assert grade_label(LABEL, output).passed, output
+
+
+def test_calls_on_other_objects_are_not_the_agent_api() -> None:
+    src = GOOD + "    client.publish('x')\n    await other.subscribe('t')\n    x.y.llm.chat('q')\n"
+    assert grade_codegen(SUB, src).passed
+
+
+def test_schedule_values_compare_lists_as_sets_and_scalars_exactly() -> None:
+    from pytest_agentfloor.callsite.graders import _matches
+
+    assert _matches(["mon", "fri"], ["fri", "mon"]) and _matches([1, "a"], ["a", "1"])
+    assert not _matches("utc", ["u", "t", "c"]) and not _matches(["u", "t", "c"], "utc")
+    assert not _matches(["m"], "m") and _matches(6, 6.0) and not _matches("6", 6)
