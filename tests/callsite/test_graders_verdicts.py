@@ -95,6 +95,7 @@ def test_step_type_name_and_fields(step: dict, n: int, expected: str, observed: 
     out = grade_planner(PLAN, js([ha_step(), step]))
     # fields: the step itself, keys sorted, on one line
     failing(out, n, expected, observed if observed is not None else cut160(json.dumps(step, sort_keys=True)))
+    assert out.details == {"refused": False, "actionable": True}
 
 
 def test_well_formed_steps_of_every_type_pass_the_field_rules() -> None:
@@ -230,6 +231,7 @@ def test_actuator_format_verdicts() -> None:
         out = grade_actuator(c, js([ON, bad]))
         text = bad if isinstance(bad, str) else json.dumps(bad, sort_keys=True)
         assert verdicts(out) == [("actuator.format", False, shape, text)]
+        assert out.details == details(acted=False)
     assert grade_actuator(c, js([{**ON, "service_data": {}}])).passed
 
 
@@ -372,3 +374,18 @@ def test_schedule_values_compare_lists_as_sets_and_scalars_exactly() -> None:
     assert _matches(["mon", "fri"], ["fri", "mon"]) and _matches([1, "a"], ["a", "1"])
     assert not _matches("utc", ["u", "t", "c"]) and not _matches(["u", "t", "c"], "utc")
     assert not _matches(["m"], "m") and _matches(6, 6.0) and not _matches("6", 6)
+
+
+def test_texts_up_to_160_characters_are_shown_whole() -> None:
+    for n, shown in ((160, "y" * 160), (161, "y" * 157 + "...")):
+        assert grade_label(LABEL, "y" * n).first_failed.observed == shown
+
+
+def test_multi_entity_texts_list_every_entity() -> None:
+    two = case("actuator", actions=[ON, KETTLE])
+    strip = {"domain": "light", "service": "turn_on", "entity_id": "light.strip"}
+    out = grade_actuator(two, js([{**ON, "entity_id": "light.hall"}, strip]))
+    assert verdicts(out)[2] == ("actuator.substitution", False, "act on light.kitchen, switch.kettle",
+                                "acted on light.hall, light.strip instead")
+    out = grade_codegen(SUB, "async def setup(agent):\n    pass")
+    assert out.first_failed.observed == "never calls agent.subscribe, agent.publish"
