@@ -141,7 +141,9 @@ def test_entity_ids_must_be_the_sites() -> None:
 def test_schedules(schedule, problem: str) -> None:
     plan = [sched_step({"type": "daily", "at": "06:00"}, name="first"), sched_step(schedule),
             ha_step(topic="schedule/every-morning/fired")]
-    failing(grade_planner(PLAN, js(plan)), 5, "a well-formed schedule", f"every-morning: {problem}")
+    out = grade_planner(PLAN, js(plan))
+    failing(out, 5, "a well-formed schedule", f"every-morning: {problem}")
+    assert out.details == {"refused": False, "actionable": True}
 
 
 @pytest.mark.parametrize("schedule", [{"type": "daily", "at": "00:00"}, {"type": "daily", "at": "23:59"},
@@ -156,6 +158,7 @@ def test_topics_must_be_published() -> None:
                 "homeassistant/state_changes/#)")
     out = grade_planner(PLAN, js([ha_step(topic="weather/now"), ha_step(mqtt_topics=["a/b", "weather/now", "c/d"])]))
     failing(out, 6, expected, "nobody publishes 'a/b'")
+    assert out.details == {"refused": False, "actionable": True}
     # a dynamic step's subscriptions count too
     dyn = {"name": "calc", "type": "dynamic", "code": "", "poll_interval": 5, "mqtt_topics": ["x/y"]}
     failing(grade_planner(PLAN, js([ha_step(), dyn])), 6, expected, "nobody publishes 'x/y'")
@@ -170,6 +173,7 @@ def test_requirements_list_every_problem() -> None:
             "does not use light.kitchen; does not reuse topic weather/now; has no scheduled step; "
             "adds a ha_actuator step where an existing agent already does the job; "
             'no schedule carrying {"at": "06:00", "type": "daily"}; 2 steps (at most 1)')
+    assert out.details == {"refused": False, "actionable": True}
 
 
 def test_requirements_met() -> None:
