@@ -132,6 +132,8 @@ def test_evidence_of_a_submission() -> None:
     split = [dict(SUBMIT, evidence=["R-2"]), dict(SUBMIT, evidence=["R-1", "R-2"])]
     assert evidence(CASE, traj(good(), submissions=split)).ok
     assert evidence(CASE, traj(good(), submissions=[dict(SUBMIT, evidence=["R-2", "R-1"])])).ok
+    # ids compare case-insensitively in both checks: "r-1" is the retrieved R-1
+    assert evidence(CASE, traj(good(), submissions=[dict(SUBMIT, evidence=["r-1", "R-2"])])).ok
     no_key = traj(good(), submissions=[{"decision": "ok", "record_id": "R-2"}])
     assert evidence(CASE, no_key).observed == "cites []"
     assert _v(evidence(ANSWER, ep(ANSWER, [[SEARCH]], final="x"))) == ("E", True, "", "")  # no evidence asked for

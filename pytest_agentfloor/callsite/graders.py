@@ -90,7 +90,9 @@ def grade_label(case: CallSiteCase, output: str) -> Outcome:
 
 # -- actuator -------------------------------------------------------------------------------
 def _num_norm(v: Any) -> Any:
-    if isinstance(v, bool) or v is None or isinstance(v, str):
+    if isinstance(v, bool):
+        return ("bool", v)  # tagged: Python's True == 1.0 would let `true` pass for a number
+    if v is None or isinstance(v, str):
         return v
     if isinstance(v, (int, float)):
         return float(v)

@@ -233,7 +233,8 @@ def evidence(case: ResolvedCase, traj: Trajectory) -> Verdict:
         cited = {rid for rid in known if _mentions(rid, text)}
     if norm(sorted(cited)) != norm(sorted(gold)):
         return Verdict("E", False, f"cites exactly {sorted(gold)}", f"cites {sorted(cited)}")
-    unseen = sorted(cited - _seen_ids(traj, known))
+    seen = {norm(rid) for rid in _seen_ids(traj, known)}
+    unseen = sorted(rid for rid in cited if norm(rid) not in seen)  # ids match as the exact-set check does
     if unseen:
         return Verdict("E", False, "cites only records it retrieved", f"never retrieved {unseen}")
     return _pass("E")

@@ -297,10 +297,15 @@ def test_action_key_normalises_numbers_and_keeps_list_order() -> None:
     call = {"domain": "light", "service": "turn_on", "entity_id": "light.strip",
             "service_data": {"rgb": [255, 0, 0.5], "n": 3, "on": False, "none": None, "name": "x", "sub": {"b": 1, "a": 2}}}
     assert action_key(call) == ("light", "turn_on", "light.strip",
-                                (("n", 3.0), ("name", "x"), ("none", None), ("on", False), ("rgb", (255.0, 0.0, 0.5)),
+                                (("n", 3.0), ("name", "x"), ("none", None), ("on", ("bool", False)), ("rgb", (255.0, 0.0, 0.5)),
                                  ("sub", (("a", 2.0), ("b", 1.0)))))
     assert action_key({"domain": "light"}) == ("light", None, None, ())
     assert action_key({**call, "service_data": None})[3] == ()
+    # a boolean is not a number, although Python's True == 1
+    on = {"domain": "light", "service": "turn_on", "entity_id": "light.strip"}
+    assert action_key({**on, "service_data": {"brightness": True}}) != action_key({**on, "service_data": {"brightness": 1}})
+    assert action_key({**on, "service_data": {"x": False}}) != action_key({**on, "service_data": {"x": 0.0}})
+    assert action_key({**on, "service_data": {"x": True}}) == action_key({**on, "service_data": {"x": True}})
 
 
 # -- codegen ----------------------------------------------------------------------------------
