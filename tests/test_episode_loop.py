@@ -19,7 +19,9 @@ from pytest_agentfloor.grading import remaining_steps
 from pytest_agentfloor.pressure.compiler import apply_pressure
 from pytest_agentfloor.pressure.menu import full_menu, operational_menu
 from pytest_agentfloor.protocol import PROTOCOLS
-from pytest_agentfloor.providers.base import ContextLimitError, ProviderError, Reply, ToolCallOut, time_left
+from pytest_agentfloor.providers import endpoints
+from pytest_agentfloor.providers.base import (ContextLimitError, MalformedReply, ProviderError, Reply, ToolCallOut,
+                                             time_left)
 from pytest_agentfloor.sandbox import Sandbox, menu
 from pytest_agentfloor.suite.loader import load_case, resolve
 from tests.test_episode import REPO, b1
@@ -490,3 +492,36 @@ def test_without_pressure_the_menu_is_the_cases_tools() -> None:
     run_episode(b1(), model, model="m", system_prompt="explicit_submission")
     assert model.sent[0][1] == model.sent[1][1] == menu(b1().tools)
     assert model.sent[0][0][0] == {"role": "system", "content": SYSTEM_PROMPTS["explicit_submission"]}
+
+
+# -- where each turn was served (endpoint pools) and the time held by Retry-After -----------------
+class ServedBy(Model):
+    """A Model whose requests note the endpoint that served them and the seconds held, as providers do."""
+
+    def __init__(self, *plays: tuple[str | None, float, Any]):
+        super().__init__(*[reply for _, _, reply in plays])
+        self.plays = [(url, held) for url, held, _ in plays]
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, case: Any) -> Any:
+        url, held = self.plays.pop(0)
+        if url is not None:
+            endpoints.note_served(url)
+        endpoints.note_waited(held)
+        return super().complete(messages, tools, case=case)
+
+
+def test_each_turn_names_its_endpoint_and_the_episode_sums_the_time_held() -> None:
+    traj = run_episode(b1(), ServedBy(("http://a/v1", 0.1234564, call("get_attribute", VENDOR)),
+                                      (None, 0.0, call("get_attribute", {**VENDOR, "attribute": "x"})),
+                                      ("http://b/v1", 1.0000004, answer())), model="m")
+    # a turn whose request named no endpoint does not inherit the previous turn's
+    assert [t.endpoint for t in traj.turns] == ["http://a/v1", None, "http://b/v1"]
+    assert traj.endpoint_wait_s == 1.123457  # 1.1234568 s held in all, rounded to the microsecond
+
+
+def test_a_malformed_reply_still_names_the_endpoint_that_sent_it() -> None:
+    traj = run_episode(b1(), ServedBy(("http://a/v1", 0.0, call("get_attribute", VENDOR)),
+                                      ("http://b/v1", 0.0, MalformedReply("not a call"))), model="m")
+    assert traj.termination == "malformed_call"
+    assert [(t.finish_reason, t.endpoint) for t in traj.turns][-1] == ("malformed", "http://b/v1")
+    assert traj.endpoint_wait_s == 0.0
