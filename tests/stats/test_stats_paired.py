@@ -180,3 +180,24 @@ def test_empty_pairs_are_defined() -> None:
 def test_misaligned_pairs_raise() -> None:
     with pytest.raises(ValueError):
         paired_compare(np.ones(3, bool), np.ones(4, bool))
+
+
+def test_holm_claims_at_an_exact_tie_with_the_level_count_against_the_claim() -> None:
+    """'p < alpha' is the interval's own decision (a bound exactly on the margin does not clear it),
+    so an adjusted p exactly at the level is no claim; a hair below it is."""
+    from pytest_agentfloor.stats.paired import PairedTest, apply_holm
+
+    def test(p: float) -> PairedTest:
+        return PairedTest(model="m", reference="r", scope="A", n_pairs=40, n_unpaired_model=0, n_unpaired_ref=0,
+                          n_units=40, tcr_model=0.9, tcr_ref=0.9, delta_pp=0.0, ci95_low_pp=-5.0, ci95_high_pp=5.0,
+                          ci90_low_pp=-4.0, ci90_high_pp=4.0, margin_pp=10.0, p_noninferiority=p, p_equivalence=p,
+                          noninferior=True, equivalent=True, mcnemar_b=0, mcnemar_c=0, p_mcnemar=1.0)
+
+    # two tests at p = 0.0125: Holm gives 2 x 0.0125 = 0.025 for both, exactly alpha/2 (two-sided reading)
+    tied = apply_holm([test(0.0125), test(0.0125)], "model_tier", 0.05)
+    assert [t.p_noninferiority_holm for t in tied] == [0.025, 0.025]
+    assert [(t.noninferior_holm, t.equivalent_holm) for t in tied] == [(False, False), (False, False)]
+    # 2 x 0.0124 = 0.0248 just clears 0.025; the second's max(0.0248, 1 x 0.03) = 0.03 does not
+    below = apply_holm([test(0.0124), test(0.03)], "model_tier", 0.05)
+    assert [t.p_noninferiority_holm for t in below] == pytest.approx([0.0248, 0.03])
+    assert [(t.noninferior_holm, t.equivalent_holm) for t in below] == [(True, True), (False, False)]

@@ -110,3 +110,19 @@ def test_diagnostic_rates_pool_calls_per_cell() -> None:
     assert d.hallucinated_rate == pytest.approx(1 / 12) and d.repeated_rate == pytest.approx(2 / 12)
     assert d.leaked_rate == pytest.approx(1 / 7)
     assert d.mean_calls == pytest.approx(3.0) and d.mean_turns == pytest.approx(7 / 4)
+
+
+def test_the_warnings_word_for_word() -> None:
+    """The warnings reach the terminal, report.md and summary.json as they are: their whole text."""
+    flaky = _recs("flaky", "E", 40, passes=30, infra=10)
+    other = [dict(r, model="other", instance="i1") for r in _recs("x", "E", 40, passes=20)]
+    s = aggregate(flaky + other, {"ghost": {"params_b": 1.0}}, reference="nobody", n_boot=100, infra_threshold=0.1)
+    assert set(s.warnings) == {
+        "40 record(s) lack busy_s; excluded from its sums and means",
+        "instance variants other than i0 are reported in the instance ablation, not pooled into the tiers",
+        "models_meta entries without records: ghost",
+        "reference model 'nobody' has no records; paired tests skipped",
+        "unreliable endpoint (infra errors above 10% of runs): flaky on tier E, flaky on all tiers; kept out of "
+        "best, the Pareto front and the recipes",
+        "no pricing and no size for flaky: cost unknown, no place on the cost Pareto front",
+    }
