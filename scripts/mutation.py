@@ -55,7 +55,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                                                              "tests/callsite/test_audit.py"]),
     "pressure": (["pytest_agentfloor/pressure/compiler.py", "pytest_agentfloor/pressure/kind.py"],
                  ["tests/pressure/test_kind.py", "tests/pressure/test_compiler.py",
-                  "tests/pressure/test_audit.py"]),
+                  "tests/pressure/test_audit.py", "tests/pressure/test_compiler_units.py"]),
 }
 
 

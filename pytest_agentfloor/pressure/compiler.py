@@ -86,7 +86,7 @@ def link(case: ResolvedCase) -> ResolvedCase:
         records.append(r.model_copy(update={"fields": fields}) if r.id in split else r)
     records += linked
     if not split:
-        return case.model_copy(update={"fixtures": case.fixtures.model_copy(update={"records": records})})
+        return case
     steps: list[Step] = []
     extra_after: dict[str, list[str]] = {}
     for st in case.steps:
