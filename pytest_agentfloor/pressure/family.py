@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..suite.schema import Record
+
 INTENTS: tuple[str, ...] = ("accounting", "email", "files", "calendar")
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -20,12 +22,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class FamilyRecord(_Strict):
-    id: str
-    collection: str
-    name: str = ""
-    tags: list[str] = Field(default_factory=list)
-    fields: dict[str, Any] = Field(default_factory=dict)
+class FamilyRecord(Record):
+    """A fixture record with the cases' own fields (suite.schema.Record), frozen like the rest of a family."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Family(_Strict):
