@@ -34,7 +34,7 @@ def _agreeing_table(n_a: int, n_b: int) -> list[dict]:
 # ---- paired_compare: the method, the decision and n_min_pairs are carried into the result ------------
 
 def test_guarded_two_sided_needs_35_pairs_and_says_insufficient_below() -> None:
-    """x__make_test__mutmut_80, _109: n_min_pairs is the guarded minimum, not None or the default 1.
+    """x__make_test__mutmut_80, x__make_test__mutmut_109: n_min_pairs is the guarded minimum, not None or the default 1.
 
     Hand: a table without discordant pairs has Tango's interval ±z²/(n + z²); inside ±10 pp iff
     n > z² (1 - 0.1) / 0.1 = 3.8415 * 9 = 34.57, so 35 pairs. On 20 agreeing pairs the interval is
@@ -59,7 +59,8 @@ def test_equivalence_established_on_enough_pairs_is_a_yes() -> None:
 
 
 def test_paper_method_is_recorded_and_one_pair_can_certify() -> None:
-    """x__make_test__mutmut_40, _43, _107: under "paper" the result says so and n_min_pairs is 1.
+    """x__make_test__mutmut_40, x__make_test__mutmut_43, x__make_test__mutmut_107: under "paper" the
+    result says so and n_min_pairs is 1.
 
     Hand: 5 pairs where only the reference passes: delta* = -100 in every replicate, so p_lower = 1
     and no claim; with the paper minimum of 1 pair that is a plain "no" (the guarded minimum of 35
@@ -86,7 +87,7 @@ def test_one_sided_decision_is_recorded_with_its_own_minimum() -> None:
 
 
 def test_bootstrap_p_exactly_at_the_level_is_no_claim() -> None:
-    """x__make_test__mutmut_47, _55: a claim needs p < alpha/2; p exactly at it counts against.
+    """x__make_test__mutmut_47, x__make_test__mutmut_55: a claim needs p < alpha/2; p exactly at it counts against.
 
     20 pairs, pair 0 has d = -1, the rest d = 0 (delta = -5 pp). Each pair is its own unit, so by the
     documented draw replicate b draws pair 0 ``K_b`` times, K_b = #{j: idx[b, j] == 0} for
@@ -105,8 +106,8 @@ def test_bootstrap_p_exactly_at_the_level_is_no_claim() -> None:
                        interval_method="paper")
     assert t.delta_pp == -5.0 and t.ci95_low_pp == -20.0
     assert t.p_noninferiority == 0.025 and t.p_equivalence == 0.025
-    assert not t.noninferior  # _47: "<=" would claim non-inferiority at p == 0.025
-    assert not t.equivalent  # _55: "<=" would claim equivalence at p == 0.025
+    assert not t.noninferior  # x__make_test__mutmut_47: "<=" would claim non-inferiority at p == 0.025
+    assert not t.equivalent  # x__make_test__mutmut_55: "<=" would claim equivalence at p == 0.025
     assert (t.noninferiority_verdict, t.equivalence_verdict) == ("no", "no")
     # a hair more level and both claims hold (0.025 < 0.0251): the tie, not the data, decides above
     loose = paired_compare(pm, np.ones(n, bool), margin_pp=20, n_boot=n_boot, seed=seed, alpha=0.0502,
@@ -135,7 +136,8 @@ def test_section_tests_carry_the_default_method_and_decision() -> None:
 
 
 def test_section_under_the_paper_method() -> None:
-    """x_compare_to_reference__mutmut_35, _38, _283: the section's and each test's n_min_pairs is 1
+    """x_compare_to_reference__mutmut_35, x_compare_to_reference__mutmut_38,
+    x_compare_to_reference__mutmut_283: the section's and each test's n_min_pairs is 1
     under "paper", and each test records the method.
 
     Hand: the plain bootstrap of agreeing pairs is the single point 0, so every scope is certified,
@@ -167,8 +169,10 @@ def test_section_under_the_one_sided_decision() -> None:
 
 
 def test_last_model_without_pairs_and_a_single_pair_overall() -> None:
-    """x_compare_to_reference__mutmut_234, _242, _250, _256 (every cell keeps its slot when the last
-    cells have no pairs), _327 and _328 (a family counts the tests with at least one pair).
+    """x_compare_to_reference__mutmut_234, x_compare_to_reference__mutmut_242,
+    x_compare_to_reference__mutmut_250, x_compare_to_reference__mutmut_256 (every cell keeps its slot
+    when the last cells have no pairs), x_compare_to_reference__mutmut_327 and
+    x_compare_to_reference__mutmut_328 (a family counts the tests with at least one pair).
 
     Models sort as m, ref, z, so z's cells come last. Hand:
       ref: t1 (A) pass, t2 (B) pass;  m: t1 (A) pass;  z: t9 (B) fail (no counterpart).
@@ -194,7 +198,16 @@ def test_last_model_without_pairs_and_a_single_pair_overall() -> None:
 # ---- holm ---------------------------------------------------------------------------------------
 
 def test_holm_rejects_a_missing_p_value_with_its_own_message() -> None:
-    """x_holm__mutmut_3, _5: a missing p-value (None, as a test without pairs carries) is read as
+    """x_holm__mutmut_3, x_holm__mutmut_5: a missing p-value (None, as a test without pairs carries) is read as
     NaN and refused with the clear message, not a numpy TypeError from an object array."""
     with pytest.raises(ValueError, match=r"p-values must be in \[0, 1\] and not NaN"):
         holm([0.01, None])
+
+
+def test_reference_alone_gives_an_empty_available_section() -> None:
+    """With no other model there is nothing to pair: the section is available, holds no test and
+    both families are empty. (Also runs the empty fallbacks of the pairing arrays, whose dtype
+    does not matter: see the equivalent survivors of compare_to_reference in docs/testing.md.)"""
+    s = compare_to_reference(build_table([_rec("ref", "t1", "A", True)]), "ref", margin_pp=10, n_boot=20, seed=1,
+                             cluster="unit", infra_as_failure=False)
+    assert (s.available, s.reason, s.tests, s.family_sizes) == (True, None, {}, {"model_tier": 0, "model_overall": 0})
