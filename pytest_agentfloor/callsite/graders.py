@@ -354,35 +354,33 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
     assert case.code is not None
     gold = case.code
     source = unfence(output)
-    details: dict[str, Any] = {}
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        return Outcome([_fail("codegen.parse", "Python source", f"syntax error line {exc.lineno}: {exc.msg}")], details)
+        return Outcome([_fail("codegen.parse", "Python source", f"syntax error line {exc.lineno}: {exc.msg}")])
     v = [_ok("codegen.parse")]
     top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for name in gold.functions:
         fn = top.get(name)
         if fn is None:
-            return Outcome(v + [_fail("codegen.functions", f"async def {name}(...) at module level", "not defined")],
-                           details)
+            return Outcome(v + [_fail("codegen.functions", f"async def {name}(...) at module level", "not defined")])
         if not isinstance(fn, ast.AsyncFunctionDef):
-            return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")], details)
+            return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")])
     for name, fn in top.items():
         if name in AGENT_FUNCTIONS:
             n = len(fn.args.posonlyargs) + len(fn.args.args)
             if n != AGENT_FUNCTIONS[name] or fn.args.vararg or fn.args.kwonlyargs:
                 return Outcome(v + [_fail("codegen.functions", f"{name} takes {AGENT_FUNCTIONS[name]} argument(s)",
                                           f"{n} positional" + (" plus extras" if fn.args.vararg or fn.args.kwonlyargs
-                                                               else ""))], details)
+                                                               else ""))])
             if not isinstance(fn, ast.AsyncFunctionDef):
-                return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")], details)
+                return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")])
     v.append(_ok("codegen.functions"))
 
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     if imports:
         return Outcome(v + [_fail("codegen.module_import", "imports inside functions",
-                                  f"module-level import at line {imports[0].lineno}")], details)
+                                  f"module-level import at line {imports[0].lineno}")])
     v.append(_ok("codegen.module_import"))
 
     awaited = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Await)}
@@ -391,10 +389,10 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
             m = _agent_method(node)
             if m in SYNC_API and id(node) in awaited:
                 return Outcome(v + [_fail("codegen.await_sync", f"agent.{m}(...) called without await (it is "
-                                          "synchronous)", f"await agent.{m}(...) at line {node.lineno}")], details)
+                                          "synchronous)", f"await agent.{m}(...) at line {node.lineno}")])
             if (m in ASYNC_API or m == "llm.chat") and id(node) not in awaited:
                 return Outcome(v + [_fail("codegen.await_sync", f"await agent.{m}(...)",
-                                          f"agent.{m}(...) not awaited at line {node.lineno}")], details)
+                                          f"agent.{m}(...) not awaited at line {node.lineno}")])
     v.append(_ok("codegen.await_sync"))
 
     funcs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -402,16 +400,16 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
         if isinstance(node, ast.Call) and _agent_method(node) == "subscribe":
             if len(node.args) + len(node.keywords) < 2:
                 return Outcome(v + [_fail("codegen.subscribe", "agent.subscribe(topic, callback)",
-                                          f"no callback at line {node.lineno}")], details)
+                                          f"no callback at line {node.lineno}")])
             cb = node.args[1] if len(node.args) > 1 else node.keywords[-1].value
             target = funcs.get(cb.id) if isinstance(cb, ast.Name) else None
             if target is None or not isinstance(target, ast.AsyncFunctionDef):
                 return Outcome(v + [_fail("codegen.subscribe", "an async function as the callback",
-                                          f"{ast.unparse(cb)} at line {node.lineno}")], details)
+                                          f"{ast.unparse(cb)} at line {node.lineno}")])
             n = len(target.args.posonlyargs) + len(target.args.args)
             if n != 1 or target.args.vararg:
                 return Outcome(v + [_fail("codegen.subscribe", f"callback {target.name}(payload) with one argument",
-                                          f"{n} argument(s)")], details)
+                                          f"{n} argument(s)")])
     v.append(_ok("codegen.subscribe"))
 
     process = top.get("process")
@@ -419,23 +417,23 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
         for node in ast.walk(process):
             if isinstance(node, ast.While) and _is_true(node.test):
                 return Outcome(v + [_fail("codegen.loop", "one iteration per process() call",
-                                          f"endless while loop at line {node.lineno}")], details)
+                                          f"endless while loop at line {node.lineno}")])
     v.append(_ok("codegen.loop"))
 
     own = [alias.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
            for alias in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module or "")])
            if alias.name.split(".")[0] in OWN_LLM_MODULES]
     if own:
-        return Outcome(v + [_fail("codegen.own_llm", "agent.llm.chat for model calls", f"imports {own[0]}")], details)
+        return Outcome(v + [_fail("codegen.own_llm", "agent.llm.chat for model calls", f"imports {own[0]}")])
     v.append(_ok("codegen.own_llm"))
 
     called = _called_names(tree)
     missing = [u for u in gold.uses if u not in called]
     if missing:
-        return Outcome(v + [_fail("codegen.uses", f"calls {', '.join(gold.uses)}", f"never calls {', '.join(missing)}")],
-                       details)
+        return Outcome(v + [_fail("codegen.uses", f"calls {', '.join(gold.uses)}",
+                                  f"never calls {', '.join(missing)}")])
     v.append(_ok("codegen.uses"))
-    return Outcome(v, details)
+    return Outcome(v)
 
 
 GRADERS: dict[str, Grader] = {
