@@ -113,8 +113,8 @@ def test_clears_is_inclusive_at_the_tolerance() -> None:
 
 
 def test_recipes_consider_models_without_a_params_entry() -> None:
-    """x_deployment_recipes__mutmut_3, x_deployment_recipes__mutmut_5: the candidates are the models in ``tcr``; a hosted model
-    missing from ``params_b`` comes last in size order but still qualifies."""
+    """x_deployment_recipes__mutmut_3, x_deployment_recipes__mutmut_5: the candidates are the models
+    in ``tcr``; a hosted model missing from ``params_b`` comes last in size order but still qualifies."""
     tcr = {"small": {"A": est("small", "A", 0.65)}, "hosted": {"A": est("hosted", "A", 0.93, tcr=0.97)}}
     r = deployment_recipes(tcr, {"small": 1.0}, ["A"], targets_pct=(60, 90))
     assert r["A"]["60"].model == "small" and r["A"]["60"].qualifying == ("small", "hosted")
