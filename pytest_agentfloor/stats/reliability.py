@@ -56,8 +56,8 @@ def pass_hat_k(n: np.ndarray | int, c: np.ndarray | int, k: int) -> np.ndarray |
 class KPoint:
     k: int
     n_items: int
-    pass_at_k: float | None
-    pass_hat_k: float | None
+    pass_at_k: float
+    pass_hat_k: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +90,8 @@ def compute_reliability(table: RunTable, *, infra_as_failure: bool) -> dict[str,
     n_cells = n_s * n_models
     k_max_all = int(n.max()) if n.size else 0
 
-    at = 1.0 - _ratio_curve(n2 - c2, n2, k_max_all) if k_max_all else np.empty((0, 0))
-    hat = _ratio_curve(c2, n2, k_max_all) if k_max_all else np.empty((0, 0))
+    at = 1.0 - _ratio_curve(n2 - c2, n2, k_max_all)  # (items, 0) when nothing was scored
+    hat = _ratio_curve(c2, n2, k_max_all)
     cnt = np.zeros((n_cells, k_max_all), dtype=np.int64)
     s_at = np.zeros((n_cells, k_max_all))
     s_hat = np.zeros((n_cells, k_max_all))
@@ -111,10 +111,10 @@ def compute_reliability(table: RunTable, *, infra_as_failure: bool) -> dict[str,
         for si, sc in enumerate(scopes):
             ci = mi * n_s + si
             km = int(cell_kmax[ci])
+            # every k <= km has at least the cell's longest-running item, so cnt[ci, j] >= 1
             pts = tuple(
-                KPoint(k=j + 1, n_items=int(cnt[ci, j]),
-                       pass_at_k=float(s_at[ci, j] / cnt[ci, j]) if cnt[ci, j] else None,
-                       pass_hat_k=float(s_hat[ci, j] / cnt[ci, j]) if cnt[ci, j] else None)
+                KPoint(k=j + 1, n_items=int(cnt[ci, j]), pass_at_k=float(s_at[ci, j] / cnt[ci, j]),
+                       pass_hat_k=float(s_hat[ci, j] / cnt[ci, j]))
                 for j in range(km)
             )
             out[name][sc] = ReliabilityCurve(model=name, scope=sc, n_items=int(cell_items[ci]), max_runs=km, points=pts)
