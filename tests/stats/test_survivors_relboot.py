@@ -38,7 +38,7 @@ def test_cluster_sums_accepts_float_codes() -> None:
 
 
 def test_cluster_sums_accepts_exact_fractions() -> None:
-    """x_cluster_sums__mutmut_8, _10 (values), _17, _19 (weights): both are made float64.
+    """x_cluster_sums__mutmut_8, _10, _17, _19: values (8, 10) and weights (17, 19) are made float64.
 
     A caller holding exact shares as ``fractions.Fraction`` gets an object array; np.bincount
     only takes float weights, so the float64 conversion is what makes these inputs work.
@@ -64,7 +64,7 @@ def test_cluster_sums_accepts_exact_fractions() -> None:
 
 
 def test_ratio_ci_sums_float32_input_in_double() -> None:
-    """x_ratio_ci__mutmut_4, _6 (values), _13, _15 (weights): inputs are made float64.
+    """x_ratio_ci__mutmut_4, _6, _13, _15: values (4, 6) and weights (13, 15) are made float64.
 
     float32 has a 24-bit significand: 2**24 + 1 rounds back to 2**24, so a float32 sum of
     [2**24, 1, 1] is 2**24 while the true sum is 2**24 + 2 = 16777218.
