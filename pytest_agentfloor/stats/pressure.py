@@ -241,13 +241,23 @@ def failure_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
             if not r.get("passed"):
                 ob = r.get("first_unmet") or ("infra" if r.get("infra_error") else "-")
                 counts[(axis, level, ob, r.get("terminal_flag") or "-")] += 1
+    ordered = sorted(counts.items(), key=lambda kv: (kv[0][0], _order(kv[0][0], kv[0][1]), -kv[1]))
     return [{"axis": a, "level": lv, "obligation": ob, "flag": fl, "failures": n, "episodes": totals[(a, lv)]}
-            for (a, lv, ob, fl), n in sorted(counts.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]), -kv[1]))]
+            for (a, lv, ob, fl), n in ordered]
 
 
-def _order(level: str) -> tuple[int, str]:
-    return (int(level[1:]), "") if level.startswith("V") and level[1:].isdigit() else (
-        {"low": 0, "high": 1, "raw": 0, "compact": 1, "typed": 2, "linked": 3}.get(level, 9), level)
+#: the design order of the named levels of each axis (V levels sort by their number)
+NAMED_LEVELS: dict[str, tuple[str, ...]] = {"W": ("low", "high"), "D": ("raw", "compact", "typed", "linked")}
+
+
+def _order(axis: str, level: str) -> tuple[float | str, ...]:
+    """Sort key of a level within its axis: the known levels in design order, then any other level by name."""
+    named = NAMED_LEVELS.get(axis, ())
+    if axis == "V" and level[1:].isdecimal():
+        return (int(level[1:]),)
+    if level in named:
+        return (named.index(level),)
+    return (math.inf, level)
 
 
 def summarise(records: Iterable[Mapping[str, Any]], *, n_boot: int = DEFAULT_N_BOOT,

@@ -58,10 +58,6 @@ class TcrEstimate:
 DEFAULT_INFRA_THRESHOLD = 0.05
 
 
-def _opt(x: float) -> float | None:
-    return None if not np.isfinite(x) else float(x)
-
-
 def compute_tcr(table: RunTable, *, n_boot: int, seed: int, cluster: Cluster, infra_as_failure: bool,
                 alpha: float = 0.05, interval_method: str = "guarded",
                 infra_threshold: float = DEFAULT_INFRA_THRESHOLD) -> dict[str, dict[str, TcrEstimate]]:
@@ -102,10 +98,10 @@ def compute_tcr(table: RunTable, *, n_boot: int, seed: int, cluster: Cluster, in
                 model=name, scope=sc, n_runs=int(n_runs[c]), n_passed=int(n_pass[c]), n_infra=int(n_infra[c]),
                 n_units=int(n_units[c]),
                 tcr=float(n_pass[c] / n_runs[c]) if has else None,
-                ci_low=_opt(low[c]) if has else None,
-                ci_high=_opt(high[c]) if has else None,
-                boot_low=_opt(b_low[c]) if has else None, boot_high=_opt(b_high[c]) if has else None,
-                wilson_low=_opt(w_low[c]) if has else None, wilson_high=_opt(w_high[c]) if has else None,
+                ci_low=float(low[c]) if has else None,
+                ci_high=float(high[c]) if has else None,
+                boot_low=float(b_low[c]) if has else None, boot_high=float(b_high[c]) if has else None,
+                wilson_low=float(w_low[c]) if has else None, wilson_high=float(w_high[c]) if has else None,
                 interval_method=interval_method, infra_share=share,
                 unreliable=bool(share is not None and share > infra_threshold + 1e-12),
                 tcr_infra_excluded=float(n_pass[c] / n_real) if n_real else None,
