@@ -133,9 +133,9 @@ def test_failure_record_levels_in_design_order_then_unknown_by_name() -> None:
 
     # "a" sorts before every known name, so a known level mistaken for an unknown one would move
     recs = [fail("x", "a", "linked", "f1"), fail(128, "high", "a", "f2"), fail(16, "low", "typed", "f3"),
-            fail(8, "high", "compact", "f4"), fail(128, "low", "raw", "f5")]
+            fail(8, "high", "compact", "f4"), fail(128, "low", "raw", "f5"), fail(16, "b", "b", "f6")]
     rows = failure_records(recs)
     levels = {axis: [r["level"] for r in rows if r["axis"] == axis] for axis in ("V", "W", "D")}
-    assert levels == {"V": ["V8", "V16", "V128", "Vx"], "W": ["low", "high", "a"],
-                      "D": ["raw", "compact", "typed", "linked", "a"]}
-    assert [r["failures"] for r in rows if r["axis"] == "V"] == [1, 1, 2, 1]
+    assert levels == {"V": ["V8", "V16", "V128", "Vx"], "W": ["low", "high", "a", "b"],
+                      "D": ["raw", "compact", "typed", "linked", "a", "b"]}
+    assert [r["failures"] for r in rows if r["axis"] == "V"] == [1, 2, 2, 1]
