@@ -132,8 +132,9 @@ def test_failure_record_levels_in_design_order_then_unknown_by_name() -> None:
                 "facets": {"family": family, "intent": "email", "V": v, "W": w, "D": d, "lane": "fixed"}}
 
     # "a" sorts before every known name, so a known level mistaken for an unknown one would move
-    recs = [fail("x", "a", "linked", "f1"), fail(128, "high", "a", "f2"), fail(16, "low", "typed", "f3"),
-            fail(8, "high", "compact", "f4"), fail(128, "low", "raw", "f5"), fail(16, "b", "b", "f6")]
+    # (and "b" comes first in the records, so unknown levels are seen sorted, not kept in record order)
+    recs = [fail(16, "b", "b", "f6"), fail("x", "a", "linked", "f1"), fail(128, "high", "a", "f2"),
+            fail(16, "low", "typed", "f3"), fail(8, "high", "compact", "f4"), fail(128, "low", "raw", "f5")]
     rows = failure_records(recs)
     levels = {axis: [r["level"] for r in rows if r["axis"] == axis] for axis in ("V", "W", "D")}
     assert levels == {"V": ["V8", "V16", "V128", "Vx"], "W": ["low", "high", "a", "b"],
