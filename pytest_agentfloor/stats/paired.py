@@ -173,15 +173,14 @@ def _paired_cells(cs: ClusterSums, b: np.ndarray, c: np.ndarray, pass_m: np.ndar
         lo90, hi90 = np.fmin(lo90, 100.0 * t90[0]), np.fmax(hi90, 100.0 * t90[1])
         s_lo, s_hi = tango_pvalues(b, c, n_i, margin_pp / 100.0)
         p_lower, p_upper = np.maximum(p_lower, s_lo), np.maximum(p_upper, s_hi)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        safe = np.where(n > 0, n, 1.0)
-        return dict(
-            n=n, delta=np.where(n > 0, 100.0 * sum_d / safe, np.nan),
-            tcr_m=np.where(n > 0, pass_m / safe, np.nan), tcr_r=np.where(n > 0, pass_r / safe, np.nan),
-            lo95=lo95, hi95=hi95, lo90=lo90, hi90=hi90, p_lower=p_lower, p_upper=p_upper,
-            blo95=boot95[0], bhi95=boot95[1],
-            b=b, c=c, n_units=cs.n_units,
-        )
+    safe = np.where(n > 0, n, 1.0)  # empty cells divide by 1, so no 0/0 and no RuntimeWarning
+    return dict(
+        n=n, delta=np.where(n > 0, 100.0 * sum_d / safe, np.nan),
+        tcr_m=np.where(n > 0, pass_m / safe, np.nan), tcr_r=np.where(n > 0, pass_r / safe, np.nan),
+        lo95=lo95, hi95=hi95, lo90=lo90, hi90=hi90, p_lower=p_lower, p_upper=p_upper,
+        blo95=boot95[0], bhi95=boot95[1],
+        b=b, c=c, n_units=cs.n_units,
+    )
 
 
 def _opt(x: float) -> float | None:
