@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agentfloor.config import (
-    SCRIPTED_POLICIES, ConfigError, ModelConfig, Pricing, builtin_models, load_models, redact_text, redact_url,
+    POOL_KEY, SCRIPTED_POLICIES, ConfigError, ModelConfig, Pricing, builtin_models, key_base_url, load_models, redact_text,
+    redact_url,
 )
 
 
@@ -157,3 +158,43 @@ def test_the_repr_of_a_configuration_never_shows_a_password() -> None:
     assert "pw-secret" not in text and "base_url='https://h.example/v1'" in text
     assert "model='m#frag?q=1'" in text  # only base_url is redacted
     assert "base_url=None" in repr(ModelConfig(name="s", provider="scripted", policy="oracle"))
+
+
+POOL = ["https://u:pw-secret@a.example/v1?k=s", "http://b.example:8000/v1#f"]
+
+
+def test_the_repr_of_a_pool_never_shows_a_password() -> None:
+    cfg = ModelConfig(name="p", provider="openai", model="m", base_url=POOL, max_connections=3)
+    text = repr(cfg)
+    assert "pw-secret" not in text and "k=s" not in text
+    assert "base_url=('https://a.example/v1', 'http://b.example:8000/v1')" in text
+    assert "max_connections=3" in text  # other fields keep their value
+
+
+def test_public_view_of_a_pool_lists_every_replica_without_credentials() -> None:
+    data = ModelConfig(name="p", provider="ollama", model="m", base_url=POOL).public()
+    assert data["base_url"] == ["https://a.example/v1", "http://b.example:8000/v1"]
+    assert data["name"] == "p" and data["provider"] == "ollama" and data["model"] == "m"
+
+
+def test_a_replica_is_the_same_configuration_with_one_url() -> None:
+    cfg = ModelConfig(name="p", provider="openai", model="m", base_url=POOL, rpm=60)
+    one = cfg.replica("http://b.example:8000/v1")
+    assert one.base_url == "http://b.example:8000/v1" and not one.is_pool
+    assert (one.name, one.provider, one.model, one.rpm) == ("p", "openai", "m", 60)
+    assert cfg.is_pool and cfg.base_url == tuple(POOL)  # the pool itself is unchanged
+
+
+def test_the_key_url_is_redacted_for_one_url_and_a_marker_for_a_pool() -> None:
+    one = ModelConfig(name="r", provider="openai", model="m", base_url="https://u:pw@h.example/v1?k=s")
+    assert one.key_base_url() == "https://h.example/v1"
+    assert ModelConfig(name="r", provider="openai", model="m").key_base_url() is None
+    assert ModelConfig(name="r", provider="openai", model="m", base_url="").key_base_url() is None
+    assert ModelConfig(name="s", provider="scripted", policy="oracle").key_base_url() is None
+    pool = ModelConfig(name="p", provider="openai", model="m", base_url=POOL)
+    assert pool.key_base_url() == POOL_KEY == "<endpoint pool>"
+    # a stored (public) configuration gives the same keys as the live one
+    assert key_base_url(pool.public()["base_url"]) == POOL_KEY
+    assert key_base_url(tuple(POOL)) == POOL_KEY
+    assert key_base_url(one.public()["base_url"]) == "https://h.example/v1"
+    assert key_base_url(None) is None
