@@ -3,7 +3,8 @@ real HTTP. Whatever the server sends, no exception escapes the episode, grading 
 and every episode leaves exactly one whole record line.
 
 `test_fuzz_quick` runs a fixed number of seeded episodes in every run; `test_fuzz_bounded` (slow)
-keeps going for AGENTFLOOR_FUZZ_SECONDS (default 60) with a fresh seed, printed on failure.
+keeps going for AGENTFLOOR_FUZZ_SECONDS with a fresh seed, printed on failure: 15 s by default, so
+the default test run stays short; .ci/run sets 60 (issue 16: "a bounded time, e.g. 60 s in CI").
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ def _sandbox_survives_overflow() -> bool:
                    reason="the sandbox still raises on overflowing numbers (issue 16 item 1, fixed separately); "
                           "the fuzz finds it")
 def test_fuzz_bounded(servers: dict[str, FakeModelServer], cases: list, tmp_path: Path) -> None:
-    seconds = float(os.environ.get("AGENTFLOOR_FUZZ_SECONDS", "60"))
+    seconds = float(os.environ.get("AGENTFLOOR_FUZZ_SECONDS", "15"))
     seed = random.SystemRandom().randrange(2**32)
     end = time.monotonic() + seconds
     n = fuzz(servers, cases, tmp_path, seed=seed, keep_going=lambda i: time.monotonic() < end)
