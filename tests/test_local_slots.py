@@ -200,13 +200,14 @@ def test_a_stopped_gate_starts_no_waiting_job() -> None:
 
 # -- the plugin with a stand-in llama-server ------------------------------------------------------------
 STAND_IN = r'''#!{python}
-"""llama-server's command line, /health and chat completions; holds the first requests until HOLD are in flight."""
+"""llama-server's command line, /health and chat completions; holds the first requests until HOLD are in flight
+(each waits at most WAIT seconds for them)."""
 import argparse, http.server, json, os, sys, threading, time
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int); ap.add_argument("--host")
 args, _ = ap.parse_known_args()
 print("stand-in llama-server", " ".join(sys.argv[1:]), flush=True)
-hold, stats = int(os.environ["STAND_IN_HOLD"]), os.environ["STAND_IN_STATS"]
+hold, wait, stats = int(os.environ["STAND_IN_HOLD"]), float(os.environ["STAND_IN_WAIT"]), os.environ["STAND_IN_STATS"]
 lock, reached = threading.Lock(), threading.Event()
 state = {{"now": 0, "peak": 0, "requests": 0}}
 class H(http.server.BaseHTTPRequestHandler):
@@ -219,7 +220,7 @@ class H(http.server.BaseHTTPRequestHandler):
             state["now"] += 1; state["requests"] += 1
             state["peak"] = max(state["peak"], state["now"])
             if state["now"] >= hold: reached.set()
-        reached.wait(5)  # until HOLD requests are in flight at once (or 5 s: fewer never come)
+        reached.wait(wait)  # until HOLD requests are in flight at once (or WAIT s: fewer never come)
         time.sleep(0.05)
         with lock:
             state["now"] -= 1
@@ -246,15 +247,20 @@ local_session.ensure_model = _weights
 '''
 
 
-@pytest.mark.parametrize("slots, concurrency, peak", [(3, "8", 3), (2, "1", 1)])
+# With one episode at a time the hold is never reached, so every request waits WAIT: 0.5 s instead
+# of 5 still catches a second episode in flight (episodes start together and each request is held),
+# and keeps the 10 requests from waiting 50 s.
+@pytest.mark.parametrize("slots, concurrency, peak, wait", [(3, "8", 3, 5.0), (2, "1", 1, 0.5)])
 def test_the_plugin_starts_the_server_with_the_slots_and_plays_that_many_episodes(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, slots: int, concurrency: str, peak: int) -> None:
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, slots: int, concurrency: str, peak: int,
+        wait: float) -> None:
     binary = pytester.path / "llama-server"
     binary.write_text(STAND_IN.format(python=sys.executable))
     binary.chmod(0o755)
     stats = pytester.path / "stats.json"
     monkeypatch.setenv("AGENTFLOOR_LLAMA_SERVER", str(binary))
     monkeypatch.setenv("STAND_IN_HOLD", str(slots))
+    monkeypatch.setenv("STAND_IN_WAIT", str(wait))
     monkeypatch.setenv("STAND_IN_STATS", str(stats))
     for var in ("AGENTFLOOR_LOCAL_URL", "AGENTFLOOR_LOCAL_URL_LOCAL"):
         monkeypatch.delenv(var, raising=False)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.realmodel
 
 
 def test_call_site_cases_run_graded_with_one_turn_records(pytester: pytest.Pytester, qwen_server: LocalServer) -> None:
-    bench_dir(pytester, qwen_server.openai_url, tiers=(), max_tokens=256, timeout_s=120, retries=1)
+    bench_dir(pytester, qwen_server.openai_url, tiers=(), max_tokens=128, timeout_s=120, retries=1)
     site_dir = pytester.path / "cases" / "callsite"
     shutil.copytree(REPO / "cases" / "callsite" / "installations", site_dir / "installations")
     for name in ("intent", "actuator"):
