@@ -268,7 +268,7 @@ def test_the_same_case_id_in_two_files_is_a_collection_error_naming_both(bench: 
 
 
 # -- (8) hourly cost is a property of the work, not of -n ------------------------------------
-DELAY_S = 0.25
+DELAY_S = 0.1  # long enough that -n 2 doubles the latency (requests queue behind one slot), short for 20 requests
 
 
 def serial_server_with_timings() -> FakeModelServer:
