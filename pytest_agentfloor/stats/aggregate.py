@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .breakdown import FailureBreakdown, compute_breakdown
-from .cost import CostStats, compute_cost, pareto_front, run_costs
+from .cost import CostStats, compute_cost, has_cost_basis, pareto_front, run_costs
 from .diagnostics import Diagnostics, compute_diagnostics
 from .instances import HEADLINE_INSTANCE, InstanceCell, instance_ablation, split_headline
 from .intervals import DECISION_BOUNDS, INTERVAL_METHODS
 from .judge import JudgeStats, compute_judge
-from .paired import PairedSection, compare_to_reference, decision_tail
+from .paired import PairedSection, check_margin, compare_to_reference, decision_tail
 from .records import OVERALL, build_table, normalise_cluster, scopes_of
 from .recipes import DEFAULT_TARGETS_PCT, Recipe, deployment_recipes, size_order
 from .reliability import ReliabilityCurve, compute_reliability
@@ -119,8 +119,7 @@ def aggregate(
         raise ValueError("n_boot must be >= 1")
     if not 0 < alpha < 0.5:
         raise ValueError("alpha must be in (0, 0.5)")
-    if margin_pp < 0:
-        raise ValueError("margin_pp must be >= 0")
+    check_margin(margin_pp)
     cl = normalise_cluster(cluster)
     targets = tuple(sorted(float(t) for t in targets_pct))
     all_records = list(records)
@@ -164,9 +163,14 @@ def aggregate(
                         "front and the recipes".format(100 * infra_threshold, ", ".join(
                             f"{m} on {'all tiers' if sc == OVERALL else 'tier ' + sc}" for m, sc in flagged)))
     unpriced = [m for m in table.model_names if cost[m][OVERALL].cost_per_run is None]
-    if unpriced:
-        warnings.append(f"no pricing and no size for {', '.join(unpriced)}: cost unknown, no place on the "
+    no_basis = [m for m in unpriced if not has_cost_basis(meta.get(m))]
+    if no_basis:
+        warnings.append(f"no pricing and no size for {', '.join(no_basis)}: cost unknown, no place on the "
                         "cost Pareto front")
+    no_data = [m for m in unpriced if m not in no_basis]
+    if no_data:  # priced, but no run recorded what the price is charged on
+        warnings.append(f"no busy time, latency or token counts recorded for {', '.join(no_data)}: cost unknown, "
+                        "no place on the cost Pareto front")
 
     order = tuple(size_order(params, table.model_names))
     models = {}

@@ -42,6 +42,16 @@ def cloud_hourly(params_b: float | None) -> float | None:
     return next(rate for top, rate in CLOUD_GPU_TIERS if params_b <= top)
 
 
+def has_cost_basis(meta: Mapping[str, object] | None) -> bool:
+    """Whether a model's metadata gives any way to cost a run: a token price, an hourly rate or a size."""
+    meta = meta or {}
+    pricing = meta.get("pricing")
+    if not isinstance(pricing, Mapping):
+        pricing = {}
+    return meta.get("params_b") is not None or any(
+        pricing.get(k) is not None for k in ("input_per_mtok", "output_per_mtok", "hourly_usd"))
+
+
 def run_costs(table: RunTable, meta: Mapping[str, Mapping[str, object]]) -> dict[str, np.ndarray]:
     """Per-run cost in USD under each basis (NaN = unknown), from busy time, tokens and model metadata."""
     out = {b: np.full(table.n, np.nan) for b in COST_BASES}

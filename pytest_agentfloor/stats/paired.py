@@ -122,6 +122,12 @@ def decision_tail(alpha: float, decision: str) -> float:
     return alpha / 2 if decision == "two-sided" else alpha
 
 
+def check_margin(margin_pp: float) -> None:
+    """A margin is a difference of two pass rates in percentage points, so it lies in [0, 100]."""
+    if not 0 <= margin_pp <= 100:
+        raise ValueError(f"margin_pp must be between 0 and 100 percentage points, got {margin_pp:g}")
+
+
 def claim_verdict(holds: bool, n_pairs: int, n_min: int) -> str:
     """``yes``; ``insufficient evidence`` when too few pairs to certify at all; else ``no``."""
     if holds:
@@ -222,6 +228,7 @@ def paired_compare(pass_model: np.ndarray, pass_ref: np.ndarray, unit: np.ndarra
                    model: str = "model", reference: str = "reference", scope: str = OVERALL,
                    interval_method: str = "guarded", decision: str = "two-sided") -> PairedTest:
     """Paired test on already-aligned pass arrays; ``unit`` clusters pairs (default: each pair alone)."""
+    check_margin(margin_pp)
     pm = np.asarray(pass_model, dtype=bool).ravel()
     pr = np.asarray(pass_ref, dtype=bool).ravel()
     if pm.shape != pr.shape:
@@ -268,6 +275,7 @@ def compare_to_reference(table: RunTable, reference: str | None, *, margin_pp: f
                          cluster: Cluster, infra_as_failure: bool, alpha: float = 0.05,
                          interval_method: str = "guarded", decision: str = "two-sided") -> PairedSection:
     """Paired tests of every non-reference model against ``reference`` on each tier and overall."""
+    check_margin(margin_pp)
     base = dict(reference=reference, margin_pp=float(margin_pp), alpha=float(alpha), cluster=cluster, n_boot=n_boot,
                 interval_method=interval_method, decision=decision,
                 n_min_pairs=min_pairs_to_certify(margin_pp, decision_tail(alpha, decision), interval_method))

@@ -23,7 +23,7 @@ from pytest_agentfloor.stats.bootstrap import (
     tail_rank,
 )
 from pytest_agentfloor.stats.intervals import min_pairs_to_certify, tango, wilson, z_of
-from pytest_agentfloor.stats.paired import claim_verdict, decision_tail, paired_compare
+from pytest_agentfloor.stats.paired import claim_verdict, compare_to_reference, decision_tail, paired_compare
 from pytest_agentfloor.stats.records import expand_scopes, normalise_cluster
 from pytest_agentfloor.stats.serialize import clean_float, dumps, to_jsonable
 
@@ -150,7 +150,9 @@ def test_paired_compare_refuses_misaligned_input_with_a_message() -> None:
     ({"n_boot": 0}, r"^n_boot must be >= 1"),
     ({"alpha": 0.0}, r"^alpha must be in \(0, 0.5\)"),
     ({"alpha": 0.5}, r"^alpha must be in \(0, 0.5\)"),
-    ({"margin_pp": -1.0}, r"^margin_pp must be >= 0"),
+    ({"margin_pp": -1.0}, r"^margin_pp must be between 0 and 100 percentage points, got -1$"),
+    ({"margin_pp": 100.5}, r"^margin_pp must be between 0 and 100 percentage points, got 100.5$"),
+    ({"margin_pp": float("nan")}, r"^margin_pp must be between 0 and 100 percentage points, got nan$"),
 ])
 def test_aggregate_refuses_bad_settings(kw: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -468,3 +470,24 @@ def test_paired_bootstrap_follows_the_documented_law(n_loss: int, n_win: int, n:
     other = paired_compare(pm, pr, n_boot=b_draws, seed=6, margin_pp=10.0, interval_method="paper",
                            decision="one-sided")
     assert (other.p_noninferiority, other.ci95_low_pp) != (t.p_noninferiority, t.ci95_low_pp)
+
+
+@pytest.mark.parametrize("margin", [-0.1, 150.0, float("nan")])
+def test_paired_tests_refuse_a_margin_outside_0_to_100pp(margin: float) -> None:
+    """A margin is a difference of two pass rates: beyond 100 pp no table could ever miss it."""
+    with pytest.raises(ValueError, match=r"^margin_pp must be between 0 and 100 percentage points"):
+        paired_compare(np.ones(5, bool), np.ones(5, bool), margin_pp=margin)
+    with pytest.raises(ValueError, match=r"^margin_pp must be between 0 and 100 percentage points"):
+        compare_to_reference(build_table([rec(model="r"), rec(model="x")]), "r", margin_pp=margin, n_boot=10, seed=1,
+                             cluster="unit", infra_as_failure=False)
+
+
+def test_paired_tests_take_the_margins_at_both_ends() -> None:
+    """0 pp (no difference allowed) and 100 pp (any difference allowed) are both margins one can state:
+    40 concordant pairs certify both claims at 100 pp (one pair is enough there: n > z²(1 - m)/m = 0),
+    and at 0 pp no number of pairs can (the bound z²(1 - m)/m is infinite): insufficient evidence."""
+    t0 = paired_compare(np.ones(40, bool), np.ones(40, bool), margin_pp=0.0, n_boot=10)
+    assert t0.margin_pp == 0.0
+    assert (t0.noninferiority_verdict, t0.equivalence_verdict) == ("insufficient evidence",) * 2
+    t = paired_compare(np.ones(40, bool), np.ones(40, bool), margin_pp=100.0, n_boot=10)
+    assert t.margin_pp == 100.0 and (t.noninferiority_verdict, t.equivalence_verdict) == ("yes", "yes")

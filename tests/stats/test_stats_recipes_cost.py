@@ -6,6 +6,7 @@ import pytest
 
 from pytest_agentfloor.stats import (
     TcrEstimate,
+    aggregate,
     build_table,
     compute_breakdown,
     compute_cost,
@@ -13,6 +14,7 @@ from pytest_agentfloor.stats import (
     pareto_front,
     size_order,
 )
+from pytest_agentfloor.stats.cost import has_cost_basis
 
 
 def _est(model: str, tier: str, tcr: float, low: float | None) -> TcrEstimate:
@@ -101,3 +103,31 @@ def test_breakdown_counts_failed_non_infra_runs() -> None:
         assert sum(mapping.values()) == b.n_failed
     assert bd["C"].failure_mode["F9"] == 1 and bd["overall"].n_failed == 4
     assert any("F9" in w for w in table.warnings)
+
+
+@pytest.mark.parametrize("meta, expected", [
+    (None, False), ({}, False), ({"pricing": None}, False), ({"pricing": "free"}, False),
+    ({"pricing": {"input_per_mtok": None, "hourly_usd": None}}, False),
+    ({"params_b": 0.5}, True), ({"pricing": {"hourly_usd": 0.0}}, True),
+    ({"pricing": {"input_per_mtok": 1.0}}, True), ({"pricing": {"output_per_mtok": 2.0}}, True),
+])
+def test_has_cost_basis(meta, expected: bool) -> None:
+    assert has_cost_basis(meta) is expected
+
+
+def test_unknown_cost_warnings_say_why() -> None:
+    """A model with no way to be priced and a priced model whose runs recorded nothing to charge (no busy
+    time, latency or tokens) both have unknown cost, for different reasons, each named in its warning."""
+    def rec(model: str, **extra) -> dict:
+        return {"model": model, "task": "A1", "tier": "A", "variant": "v0", "instance": "i0", "run": 0,
+                "passed": True, **extra}
+    recs = [rec("bare", latency_s=1.0), rec("hourly"), rec("tokens"), rec("sized", latency_s=2.0)]
+    meta = {"hourly": {"pricing": {"hourly_usd": 1.0}}, "tokens": {"pricing": {"input_per_mtok": 3.0}},
+            "sized": {"params_b": 1.0}}
+    s = aggregate(recs, meta, n_boot=10)
+    assert {w for w in s.warnings if "cost unknown" in w} == {
+        "no pricing and no size for bare: cost unknown, no place on the cost Pareto front",
+        "no busy time, latency or token counts recorded for hourly, tokens: cost unknown, no place on the cost "
+        "Pareto front",
+    }
+    assert s.cost["sized"]["overall"].cost_per_run == pytest.approx(0.50 * 2.0 / 3600)  # default $0.50/h, 2 s
