@@ -325,11 +325,16 @@ def test_clean_float_normalises_negative_zero_and_non_finite() -> None:
 
 
 def test_to_jsonable_passes_ndigits_down_and_converts_numpy() -> None:
-    from pytest_agentfloor.stats import KPoint
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Point:  # a dataclass with an optional field, as the summary's cells are
+        k: int
+        rate: float
+        low: float | None
 
     assert to_jsonable({"a": [1.23456789, (2.3456789,)]}, 2) == {"a": [1.23, [2.35]]}
-    assert to_jsonable(KPoint(k=1, n_items=2, pass_at_k=0.123456789, pass_hat_k=None), 3) == {
-        "k": 1, "n_items": 2, "pass_at_k": 0.123, "pass_hat_k": None}
+    assert to_jsonable(Point(k=1, rate=0.123456789, low=None), 3) == {"k": 1, "rate": 0.123, "low": None}
     assert to_jsonable(np.array([0.5, 1.25]), 1) == [0.5, 1.2]
     assert to_jsonable(np.bool_(True)) is True and to_jsonable(np.bool_(False)) is False
     assert to_jsonable(np.int64(7)) == 7 and type(to_jsonable(np.int64(7))) is int
