@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agentfloor.config import (
-    POOL_KEY, SCRIPTED_POLICIES, ConfigError, ModelConfig, Pricing, builtin_models, key_base_url, load_models, redact_text,
-    redact_url,
+    POOL_KEY, SCRIPTED_POLICIES, ConfigError, ModelConfig, Pricing, builtin_models, key_base_url, load_models,
+    redact_text, redact_url,
 )
 
 

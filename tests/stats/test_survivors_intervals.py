@@ -134,8 +134,9 @@ def test_tango_pvalues_when_the_estimate_sits_on_the_margin() -> None:
 
 @pytest.mark.usefixtures("no_numpy_warnings")
 def test_tango_pvalues_read_a_margin_beyond_100pp_as_100pp() -> None:
-    """Δ lies in [-1, 1], where the score statistic is defined, so a margin above 100 pp is clamped to 100 pp
-    (only a direct caller can pass one: ``aggregate``, ``paired_compare`` and the options stop at 100). At 100 pp a table
+    """Δ lies in [-1, 1], where the score statistic is defined, so a margin above 100 pp is clamped
+    to 100 pp (only a direct caller can pass one: ``aggregate``, ``paired_compare`` and the options stop
+    at 100). At 100 pp a table
     with a pair that is not reference-only (not model-only) rules out Δ = -1 (Δ = +1): p ~ 0; the one-way
     table sits on the null: p ~ 0.5 (the bound clears nothing, so no claim).
 
