@@ -84,9 +84,9 @@ def link(case: ResolvedCase) -> ResolvedCase:
             else:
                 fields[k] = v
         records.append(r.model_copy(update={"fields": fields}) if r.id in split else r)
-    records += linked
     if not split:
         return case
+    records += linked
     steps: list[Step] = []
     extra_after: dict[str, list[str]] = {}
     for st in case.steps:

@@ -42,14 +42,20 @@ def cloud_hourly(params_b: float | None) -> float | None:
     return next(rate for top, rate in CLOUD_GPU_TIERS if params_b <= top)
 
 
+TOKEN_PRICES: tuple[str, ...] = ("input_per_mtok", "output_per_mtok")
+
+
+def _pricing(meta: Mapping[str, object] | None) -> Mapping[str, object]:
+    """A model's pricing table; anything else (absent, None, not a table) prices nothing."""
+    pricing = (meta or {}).get("pricing")
+    return pricing if isinstance(pricing, Mapping) else {}
+
+
 def has_cost_basis(meta: Mapping[str, object] | None) -> bool:
     """Whether a model's metadata gives any way to cost a run: a token price, an hourly rate or a size."""
-    meta = meta or {}
-    pricing = meta.get("pricing")
-    if not isinstance(pricing, Mapping):
-        pricing = {}
-    return meta.get("params_b") is not None or any(
-        pricing.get(k) is not None for k in ("input_per_mtok", "output_per_mtok", "hourly_usd"))
+    pricing = _pricing(meta)
+    return (meta or {}).get("params_b") is not None or any(
+        pricing.get(k) is not None for k in (*TOKEN_PRICES, "hourly_usd"))
 
 
 def run_costs(table: RunTable, meta: Mapping[str, Mapping[str, object]]) -> dict[str, np.ndarray]:
@@ -57,12 +63,10 @@ def run_costs(table: RunTable, meta: Mapping[str, Mapping[str, object]]) -> dict
     out = {b: np.full(table.n, np.nan) for b in COST_BASES}
     for mi, name in enumerate(table.model_names):
         m = meta.get(name) or {}
-        pricing = m.get("pricing") or {}
+        pricing = _pricing(m)
         pb = m.get("params_b")
         sel = table.model == mi
-        if not isinstance(pricing, Mapping):
-            pricing = {}
-        per_tok = [pricing.get(k) for k in ("input_per_mtok", "output_per_mtok")]
+        per_tok = [pricing.get(k) for k in TOKEN_PRICES]
         if any(p is not None for p in per_tok):
             bill = (float(per_tok[0] or 0.0) * table.tokens_in[sel] + float(per_tok[1] or 0.0) * table.tokens_out[sel]) / 1e6
             for b in COST_BASES:
