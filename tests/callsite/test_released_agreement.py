@@ -96,3 +96,19 @@ def test_over_actuation_on_released_impossible_requests_reads_the_scored_parse()
     for r in impossible:
         out = grade_actuator(cs[r["case_id"]], r["output"])
         assert out.details["acted"] is (not r["passed"]), (r["model"], r["case_id"])
+
+
+def test_the_infeasible_planner_rule_follows_the_paper_not_the_harness() -> None:
+    """Seed 001 scores an infeasible request on refusing (Table 7); their harness fails every [] and passed
+    plans for a thermostat and a front-door lock the household does not have. Ours fails every such plan."""
+    from pytest_agentfloor.callsite.graders import grade_planner
+    from pytest_agentfloor.callsite.schema import CallSiteCase, PlannerGold
+
+    recs = load("slm_callsite_planner_infeasible.jsonl")
+    assert [r["passed"] for r in recs] == [False, True, True]
+    for r in recs:
+        case = CallSiteCase(id=r["case_id"], site="planner", grader="planner", group="infeasible", system_prompt="",
+                            prompt="", reference="[]", content_hash="released", plan=PlannerGold(refuse=True))
+        out = grade_planner(case, r["output"])
+        assert out.first_failed is not None and out.first_failed.code == "planner.refusal", r["case_id"]
+        assert grade_planner(case, "[]").passed  # their harness: False for any empty plan
