@@ -288,4 +288,5 @@ class CallSiteCase(BaseModel):
         """What the case says about itself, carried by every record of it."""
         return {"site": self.site, "grader": self.grader, "group": self.group,
                 "installation": self.installation.id if self.installation else None,
-                "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable}
+                "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable,
+                "parser": self.parser_name}

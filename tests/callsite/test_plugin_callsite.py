@@ -214,3 +214,15 @@ def test_a_bad_parser_option_is_a_usage_error(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("cases/callsite", "--model", "oracle", "--agentfloor-callsite-parser", "lenient")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--agentfloor-callsite-parser: expected deployed or strict, got 'lenient'*"])
+
+
+def test_records_carry_the_parser_and_regrade_reads_replies_as_the_run_did(pytester: pytest.Pytester) -> None:
+    (pytester.path / "cases" / "callsite").mkdir(parents=True)
+    (pytester.path / "cases" / "callsite" / "router.toml").write_text(ROUTER.format(parser=""))
+    pytester.runpytest("cases/callsite", "--model", "oracle", "--agentfloor-callsite-parser", "strict")
+    (rec,) = records(pytester)
+    assert rec["facets"]["parser"] == "strict" and rec["passed"] is False
+    proc = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "regrade", str(pytester.path / "reports" / "runs.jsonl"),
+                           "--cases", str(pytester.path / "cases")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 outcome(s) changed" in proc.stdout
