@@ -146,7 +146,8 @@ class CodegenGold(_Strict):
     functions: list[str] = Field(description="async functions the code must define")
     uses: list[str] = Field(default_factory=list,
                             description="API names the code must call, e.g. agent.subscribe, run_in_executor")
-    must_contain: list[str] = Field(default_factory=list, description="strings the code must contain (case-insensitive)")
+    must_contain: list[str] = Field(default_factory=list,
+                                    description="strings the code must contain (case-insensitive)")
     must_not_contain: list[str] = Field(default_factory=list, description="strings the code must not contain")
     allow_empty_bodies: bool = Field(False, description="deployed parser: a required function may be a stub")
 

@@ -58,7 +58,8 @@ def verdicts(parser: str) -> list[tuple[str, str, str, bool, bool]]:
     for r in load("slm_callsite_records.jsonl"):
         case = cs.get(r["case_id"])
         if case is not None:
-            out.append((case.site, r["case_id"], r["model"], r["passed"], GRADERS[case.grader](case, r["output"]).passed))
+            ours = GRADERS[case.grader](case, r["output"]).passed
+            out.append((case.site, r["case_id"], r["model"], r["passed"], ours))
     return out
 
 

@@ -222,7 +222,8 @@ def test_records_carry_the_parser_and_regrade_reads_replies_as_the_run_did(pytes
     pytester.runpytest("cases/callsite", "--model", "oracle", "--agentfloor-callsite-parser", "strict")
     (rec,) = records(pytester)
     assert rec["facets"]["parser"] == "strict" and rec["passed"] is False
-    proc = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "regrade", str(pytester.path / "reports" / "runs.jsonl"),
-                           "--cases", str(pytester.path / "cases")], capture_output=True, text=True)
+    runs = str(pytester.path / "reports" / "runs.jsonl")
+    proc = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "regrade", runs, "--cases", str(pytester.path / "cases")],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "0 outcome(s) changed" in proc.stdout
