@@ -152,6 +152,10 @@ class CaseItem(pytest.Item):
 
             case = apply_pressure(case, size=settings.menu, encoding=settings.encoding or "raw")
             case = case.model_copy(update={"content_hash": case.content_hash + settings.pressure_tag})
+        elif settings.callsite_parser and self.kind.name == "callsite" and case.parser is None:
+            # the table names none; a non-default parser is part of the resume key, as a pressure is
+            tag = "" if settings.callsite_parser == "deployed" else f"+parser={settings.callsite_parser}"
+            case = case.model_copy(update={"parser": settings.callsite_parser, "content_hash": case.content_hash + tag})
         return case
 
     @property

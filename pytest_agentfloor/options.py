@@ -52,6 +52,7 @@ class Settings:
     protocol: Protocol = PROTOCOLS[DEFAULT_PROTOCOL]
     reference: str | None = None
     callsite_weights: dict[str, float] | None = None  # relative call frequency per call site (routing)
+    callsite_parser: str | None = None  # output parser of call-site tables that name none (callsite/parsers.py)
     margin_pp: float = 10.0
     cluster: str | None = None
     interval_method: str = "guarded"
@@ -262,6 +263,10 @@ def add_options(parser: pytest.Parser) -> None:
     add("--callsite-weights", "agentfloor_callsite_weights",
         "relative call frequency per call site for routed accuracy, e.g. intent=10,actuator=3",
         default="", shown="each site's share of cases", metavar="SITE=W,...")
+    add("--agentfloor-callsite-parser", "agentfloor_callsite_parser",
+        "how call-site replies are read: deployed (first-word labels, the JSON array found in prose, service_data "
+        "on the gold's keys; docs/callsite.md) or strict (the whole reply is the answer); a table's own "
+        "'parser' field wins", default="", shown="deployed", metavar="PARSER")
     add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
         default="10", metavar="PP")
     add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
@@ -512,6 +517,9 @@ def read_settings(config: pytest.Config) -> Settings:
         callsite_weights = parse_weights(str(_opt(config, "agentfloor_callsite_weights") or ""))
     except ValueError as exc:
         raise pytest.UsageError(f"--callsite-weights: {exc}") from None
+    callsite_parser = str(_opt(config, "agentfloor_callsite_parser") or "").strip() or None
+    if callsite_parser is not None and callsite_parser not in ("deployed", "strict"):
+        raise pytest.UsageError(f"--agentfloor-callsite-parser: expected deployed or strict, got {callsite_parser!r}")
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
     decision_bound = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
@@ -551,6 +559,7 @@ def read_settings(config: pytest.Config) -> Settings:
         max_cost=max_cost,
         reference=reference,
         callsite_weights=callsite_weights,
+        callsite_parser=callsite_parser,
         margin_pp=margin,
         cluster=None if cluster == "auto" else cluster,
         interval_method=interval_method,

@@ -175,6 +175,8 @@ def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes:
 
         resolved = apply_pressure(resolved, size=facets.get("V"), encoding=facets.get("D") or "raw")
         digest += f"+V{facets.get('V') if facets.get('V') is not None else 'own'}.{facets.get('D') or 'raw'}"
+    if kind.name == "callsite" and facets.get("parser") in ("deployed", "strict") and resolved.parser is None:
+        resolved = resolved.model_copy(update={"parser": facets["parser"]})  # read as the run read it
     traj = Trajectory.model_validate(rec["trajectory"])
     assessment = assess(resolved, traj, judge)
     if assessment.error is not None:  # no verdict, no new grade: the stored one stands

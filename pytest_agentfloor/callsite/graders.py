@@ -1,9 +1,11 @@
 """The five call-site graders, as pure functions of a resolved case and the model's output text.
 
-Each returns verdicts in rule order (the first failed one is what the item reports) plus
-details that the statistics read: whether the output acted, refused, substituted a real device
-or named an entity the site does not have. Generated code is parsed (``ast``), never imported or
-executed.
+Each reads the reply with the case's output parser (:mod:`.parsers`: ``deployed`` by default,
+``strict``) and returns verdicts in rule order (the first failed one is what the item reports)
+plus details that the statistics read: whether the output acted, refused, substituted a real
+device or named an entity the site does not have. The details come from the same parse as the
+verdicts, so over-actuation counts what the deployment would have executed. Generated code is
+parsed (``ast``), never imported or executed.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..grading.obligations import Verdict
-from .schema import AGENT_FUNCTIONS, CallSiteCase
+from .parsers import read_code, read_json_array, read_label, unfence  # noqa: F401  (unfence: public API)
+from .schema import _ENTITY, AGENT_FUNCTIONS, Action, CallSiteCase
 
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 DAYS: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -60,23 +63,10 @@ def _short(value: Any, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def unfence(text: str) -> str:
-    """The body of one surrounding markdown code fence, as a deployed parser would strip it."""
-    m = _FENCE.match(text)
-    return m.group(1) if m else text.strip()
-
-
-# -- labels ---------------------------------------------------------------------------------
-def _label_of(text: str) -> str:
-    """The label in `"actuate".`, `actuate.` or `'actuate'`: quotes, then a full stop, then quotes."""
-    t = text.strip().strip("`\"'").strip()
-    return t[:-1].strip().strip("`\"'").strip() if t.endswith(".") else t
-
-
 def grade_label(case: CallSiteCase, output: str) -> Outcome:
-    """Exact label: the whole output (quotes, a trailing full stop and case ignored) is one label."""
+    """Exact label, case ignored: the first word (deployed) or the whole output (strict) is the label."""
     code = case.grader
-    got = _label_of(output)
+    got = read_label(output, case.parser_name)
     folded = {lab.casefold(): lab for lab in case.labels}
     label = folded.get(got.casefold())
     if label is None:
@@ -109,62 +99,91 @@ def action_key(action: dict[str, Any]) -> tuple[Any, ...]:
             _num_norm(action.get("service_data") or {}))
 
 
-def parse_json_array(text: str) -> tuple[list[Any] | None, str]:
-    body = unfence(text)
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError as exc:
-        return None, f"not JSON ({exc.msg} at char {exc.pos}): {_short(text or '(empty)', 80)}"
-    if not isinstance(value, list):
-        return None, f"a JSON {type(value).__name__}, not an array"
-    return value, ""
+def parse_json_array(text: str, parser: str = "strict") -> tuple[list[Any] | None, str]:
+    """(array, "") or (None, why): see :func:`.parsers.read_json_array`."""
+    return read_json_array(text, parser)
+
+
+def _service_data_ok(gold: Action, got: dict[str, Any], parser: str) -> bool:
+    have = got.get("service_data") or {}
+    if not isinstance(have, dict):
+        return False
+    want = gold.service_data
+    if gold.service_data_exact or parser == "strict":
+        return _num_norm(want or {}) == _num_norm(have)
+    return all(k in have and _num_norm(v) == _num_norm(have[k]) for k, v in (want or {}).items())
+
+
+def _gold_shown(gold: Action, parser: str) -> dict[str, Any]:
+    """A gold call as a failure message shows it: what this parser requires of it."""
+    out: dict[str, Any] = {"domain": gold.domain, "service": gold.service,
+                           "entity_id": gold.entity_id if gold.entity_id is not None else gold.entity_id_any}
+    if parser == "strict" or gold.service_data_exact:
+        out["service_data"] = gold.service_data or {}
+    elif gold.service_data:
+        out["service_data"] = gold.service_data
+    return out
+
+
+def call_matches(gold: Action, got: Any, parser: str = "deployed") -> bool:
+    """Whether one emitted call satisfies one gold call under the parser's comparison."""
+    return (isinstance(got, dict) and got.get("domain") == gold.domain and got.get("service") == gold.service
+            and got.get("entity_id") in gold.ids() and _service_data_ok(gold, got, parser))
 
 
 def grade_actuator(case: CallSiteCase, output: str) -> Outcome:
-    """Exact action-set match; an empty gold set requires the refusal []; any extra actuation fails."""
-    assert case.actions is not None and case.installation is not None
-    gold = [a.model_dump() for a in case.actions]
-    owned = case.installation.entity_ids()
+    """Exact action-set match; an empty gold set requires the refusal []; any extra actuation fails.
+
+    Without an installation (recorded outputs whose registry is withheld) the entity rule is skipped:
+    an id outside the registry can never equal a gold id, so the verdict is the same.
+    """
+    assert case.actions is not None
+    parser = case.parser_name
+    gold_calls = list(case.actions)
+    owned = case.installation.entity_ids() if case.installation is not None else None
     details: dict[str, Any] = {"acted": False, "refused": False, "substitution": False, "hallucinated": False,
-                               "actionable": bool(gold)}
+                               "actionable": bool(gold_calls)}
     verdicts: list[Verdict] = []
-    actions, why = parse_json_array(output)
+    actions, why = read_json_array(output, parser)
     if actions is None:
         return Outcome([_fail("actuator.format", "a JSON array of service calls", why)], details)
     shape = ("domain", "service", "entity_id")
+    allowed_keys = {*shape, "service_data"}
     bad = [a for a in actions if not (isinstance(a, dict) and all(isinstance(a.get(k), str) for k in shape)
-                                      and set(a) <= {*shape, "service_data"}
-                                      and isinstance(a.get("service_data", {}), dict))]
+                                      and (parser == "deployed" or set(a) <= allowed_keys)
+                                      and (isinstance(a.get("service_data", {}), dict)
+                                           or (parser == "deployed" and a.get("service_data") is None)))]
     if bad:
         return Outcome([_fail("actuator.format", "objects {domain, service, entity_id, service_data}",
                               _short(bad[0]))], details)
     verdicts.append(_ok("actuator.format"))
     details["acted"] = bool(actions)
     details["refused"] = not actions
-    unknown = [a["entity_id"] for a in actions if a["entity_id"] not in owned]
+    gold_entities = {e for g in gold_calls for e in g.ids()}
+    unknown = [a["entity_id"] for a in actions if owned is not None and a["entity_id"] not in owned]
     details["hallucinated"] = bool(unknown)
-    gold_entities = {a["entity_id"] for a in gold}
-    details["substitution"] = any(a["entity_id"] in owned and a["entity_id"] not in gold_entities for a in actions)
+    details["substitution"] = any(a["entity_id"] not in gold_entities and a["entity_id"] not in unknown
+                                  for a in actions)
     if unknown:
-        verdicts.append(_fail("actuator.entity", f"entity ids from {case.installation.id}'s registry",
+        where = case.installation.id if case.installation is not None else "the"
+        verdicts.append(_fail("actuator.entity", f"entity ids from {where}'s registry",
                               f"{', '.join(unknown)} not in the registry (hallucinated)"))
         return Outcome(verdicts, details)
     verdicts.append(_ok("actuator.entity"))
-    if not gold:
+    if not gold_calls:
         if actions:
             verdicts.append(_fail("actuator.refusal", "[] (the site has no such device)",
                                   f"{len(actions)} call(s): {_short(actions)}"))
         else:
             verdicts.append(_ok("actuator.refusal"))
         return Outcome(verdicts, details)
-    want = {action_key(a): a for a in gold}
-    got = {action_key(a): a for a in actions}
-    missing = [want[k] for k in want if k not in got]
-    extra = [got[k] for k in got if k not in want]
+    gold_shown = [_gold_shown(g, parser) for g in gold_calls]
+    missing = [g for g in gold_calls if not any(call_matches(g, a, parser) for a in actions)]
+    extra = [a for a in actions if not any(call_matches(g, a, parser) for g in gold_calls)]
     substituted = [a for a in extra if a["entity_id"] not in gold_entities]
     wrong_call = [a for a in extra if a["entity_id"] in gold_entities]
     if not actions:
-        verdicts.append(_fail("actuator.missed", _short(gold), "[] (refused an actionable request)"))
+        verdicts.append(_fail("actuator.missed", _short(gold_shown), "[] (refused an actionable request)"))
     elif substituted and missing:
         verdicts.append(_fail("actuator.substitution", f"act on {', '.join(sorted(gold_entities))}",
                               f"acted on {', '.join(a['entity_id'] for a in substituted)} instead"))
@@ -172,12 +191,14 @@ def grade_actuator(case: CallSiteCase, output: str) -> Outcome:
         verdicts.append(_fail("actuator.extra_action", "no actuation beyond the request",
                               f"also {_short(substituted)}"))
     elif wrong_call:
-        verdicts.append(_fail("actuator.service_call", _short(missing or gold), _short(wrong_call)))
+        verdicts.append(_fail("actuator.service_call", _short([_gold_shown(g, parser) for g in missing] or gold_shown),
+                              _short(wrong_call)))
     elif missing:
-        verdicts.append(_fail("actuator.incomplete", _short(gold), f"missing {_short(missing)}"))
-    elif len(actions) != len(got):
+        verdicts.append(_fail("actuator.incomplete", _short(gold_shown),
+                              f"missing {_short([_gold_shown(g, parser) for g in missing])}"))
+    elif len(actions) != len(gold_calls):
         verdicts.append(_fail("actuator.extra_action", "each call once", f"{len(actions)} calls, "
-                              f"{len(got)} distinct"))
+                              f"{len({action_key(a) for a in actions})} distinct"))
     else:
         verdicts.append(_ok("actuator.actions"))
     return Outcome(verdicts, details)
@@ -216,12 +237,25 @@ def _matches(want: Any, got: Any) -> bool:
     return _num_norm(want) == _num_norm(got)
 
 
+def _present(token: Any, text: str) -> bool:
+    """A token (or any one of a list of alternatives) in the lower-cased serialized output."""
+    if isinstance(token, list):
+        return any(str(t).lower() in text for t in token)
+    return str(token).lower() in text
+
+
 def grade_planner(case: CallSiteCase, output: str) -> Outcome:
-    """A valid plan of allowed step types that resolves ids, topics and schedules; infeasible -> []."""
-    assert case.plan is not None and case.installation is not None
-    gold, inst = case.plan, case.installation
+    """A plan of allowed step types that meets the case's requirements; infeasible -> [].
+
+    Both parsers: the refusal rule of seed 001 (an infeasible request must get []) and the case's
+    requirements. The strict parser also checks each step's fields, kebab-case names, registry
+    membership of every action entity, schedules and that every subscribed topic is published;
+    the deployed one, like the authors' harness, checks names and descriptions are present.
+    """
+    assert case.plan is not None
+    gold, inst, parser = case.plan, case.installation, case.parser_name
     details: dict[str, Any] = {"refused": False, "actionable": not gold.refuse}
-    steps, why = parse_json_array(output)
+    steps, why = read_json_array(output, parser)
     if steps is None:
         return Outcome([_fail("planner.format", "a JSON array of pipeline steps", why)], details)
     if not all(isinstance(s, dict) for s in steps):
@@ -236,60 +270,33 @@ def grade_planner(case: CallSiteCase, output: str) -> Outcome:
         return Outcome(v + [_fail("planner.refusal", "a plan (the request is feasible)", "[]")], details)
     v.append(_ok("planner.refusal"))
 
+    allowed = tuple(gold.allowed_types) if gold.allowed_types is not None else PLAN_TYPES
     for s in steps:
-        if s.get("type") not in PLAN_TYPES:
-            return Outcome(v + [_fail("planner.type", f"type in {', '.join(PLAN_TYPES)}", repr(s.get("type")))], details)
+        if s.get("type") not in allowed:
+            return Outcome(v + [_fail("planner.type", f"type in {', '.join(allowed)}", repr(s.get("type")))], details)
+        if parser == "deployed":
+            if not (s.get("name") and s.get("description")):
+                return Outcome(v + [_fail("planner.type", "a name and a description", _short(s))], details)
+            continue
         if not (isinstance(s.get("name"), str) and _KEBAB.match(s["name"])):
             return Outcome(v + [_fail("planner.type", "a kebab-case name", repr(s.get("name")))], details)
-        problem = ""
-        if s["type"] == "ha_actuator":
-            acts = s.get("actions")
-            if not _step_topics(s):
-                problem = "ha_actuator needs a non-empty mqtt_topics list"
-            elif not (isinstance(acts, list) and acts and all(isinstance(a, dict) for a in acts)):
-                problem = "ha_actuator needs a non-empty actions list"
-        elif s["type"] == "scheduled":
-            if not isinstance(s.get("publish_topic"), str) or not s["publish_topic"]:
-                problem = "scheduled needs a publish_topic"
-        elif s["type"] == "dynamic":
-            if not isinstance(s.get("code"), str):
-                problem = "dynamic needs its code as a string"
-            elif isinstance(s.get("poll_interval"), bool) or not isinstance(s.get("poll_interval"), (int, float)):
-                problem = "dynamic needs a numeric poll_interval"
+        problem = _step_fields_problem(s)
         if problem:
             return Outcome(v + [_fail("planner.fields", problem, _short(s))], details)
     v.append(_ok("planner.type"))
-    v.append(_ok("planner.fields"))
+    if parser == "strict":
+        v.append(_ok("planner.fields"))
+        failed = _planner_strict(steps, case)
+        if failed is not None:
+            return Outcome(v + failed[0], {**details, **failed[1]})
+        v += [_ok("planner.entity"), _ok("planner.schedule"), _ok("planner.topic")]
 
-    owned = inst.entity_ids()
-    used = [a.get("entity_id") for s in steps if s["type"] == "ha_actuator" for a in s["actions"]]
-    unresolved = [e for e in used if e not in owned]
-    if unresolved:
-        e = unresolved[0]
-        described = not (isinstance(e, str) and re.match(r"^[a-z_]+\.[a-z0-9_]+$", e))
-        return Outcome(v + [_fail("planner.entity", f"entity ids from {inst.id}'s registry",
-                                  f"{e!r} " + ("is a description, not an entity id" if described
-                                               else "is not in the registry"))],
-                       {**details, "described": described})
-    v.append(_ok("planner.entity"))
-
-    bad_sched = [(s["name"], _schedule_problem(s.get("schedule"))) for s in steps if s["type"] == "scheduled"]
-    bad_sched = [b for b in bad_sched if b[1]]
-    if bad_sched:
-        return Outcome(v + [_fail("planner.schedule", "a well-formed schedule", f"{bad_sched[0][0]}: {bad_sched[0][1]}")],
-                       details)
-    v.append(_ok("planner.schedule"))
-
-    published = set(inst.topics()) | {s["publish_topic"] for s in steps if s["type"] == "scheduled"}
+    used = [a.get("entity_id") for s in steps if s.get("type") == "ha_actuator"
+            for a in (s.get("actions") if isinstance(s.get("actions"), list) else []) if isinstance(a, dict)]
     subscribed = [t for s in steps for t in _step_topics(s)]
-    dangling = [t for t in subscribed if t not in published and t != HA_STATE_TOPIC]
-    if dangling:
-        return Outcome(v + [_fail("planner.topic", "topics some agent publishes (an existing agent, a step "
-                                  f"of this plan or {HA_STATE_TOPIC})", f"nobody publishes {dangling[0]!r}")], details)
-    v.append(_ok("planner.topic"))
-
     types = [s["type"] for s in steps]
     text = json.dumps(steps)
+    lowered = text.lower()
     problems = []
     for e in gold.entities:
         if e not in used and e not in text:
@@ -303,6 +310,15 @@ def grade_planner(case: CallSiteCase, output: str) -> Outcome:
     for t in gold.forbid_types:
         if t in types:
             problems.append(f"adds a {t} step where an existing agent already does the job")
+    for tok in gold.must_contain:
+        if not _present(tok, lowered):
+            problems.append(f"does not mention {' or '.join(tok) if isinstance(tok, list) else tok}")
+    for tok in gold.must_not_contain:
+        if _present(tok, lowered):
+            problems.append(f"mentions {' or '.join(tok) if isinstance(tok, list) else tok}, which it must not")
+    for agent in gold.delegates:
+        if agent.lower() not in lowered:
+            problems.append(f"does not delegate to the running agent {agent}")
     if gold.schedule:
         scheds = [s.get("schedule") for s in steps if s["type"] == "scheduled"]
         if not any(isinstance(sc, dict) and all(_matches(w, sc.get(k)) for k, w in gold.schedule.items())
@@ -315,6 +331,58 @@ def grade_planner(case: CallSiteCase, output: str) -> Outcome:
                        details)
     v.append(_ok("planner.requirements"))
     return Outcome(v, details)
+
+
+def _step_fields_problem(s: dict[str, Any]) -> str:
+    """What a step of a known type lacks to run (strict parser), or ""."""
+    if s["type"] == "ha_actuator":
+        acts = s.get("actions")
+        if not _step_topics(s):
+            return "ha_actuator needs a non-empty mqtt_topics list"
+        if not (isinstance(acts, list) and acts and all(isinstance(a, dict) for a in acts)):
+            return "ha_actuator needs a non-empty actions list"
+    elif s["type"] == "scheduled":
+        if not isinstance(s.get("publish_topic"), str) or not s["publish_topic"]:
+            return "scheduled needs a publish_topic"
+    elif s["type"] == "dynamic":
+        if not isinstance(s.get("code"), str):
+            return "dynamic needs its code as a string"
+        if isinstance(s.get("poll_interval"), bool) or not isinstance(s.get("poll_interval"), (int, float)):
+            return "dynamic needs a numeric poll_interval"
+    return ""
+
+
+def _planner_strict(steps: list[dict[str, Any]], case: CallSiteCase) -> tuple[list[Verdict], dict[str, Any]] | None:
+    """The strict parser's rules after the fields: entity, schedule, topic (None: all hold)."""
+    inst = case.installation
+    done: list[Verdict] = []
+    used = [a.get("entity_id") for s in steps if s["type"] == "ha_actuator" for a in s["actions"]]
+    if inst is not None:
+        owned = inst.entity_ids()
+        unresolved = [e for e in used if e not in owned]
+        if unresolved:
+            e = unresolved[0]
+            described = not (isinstance(e, str) and _ENTITY.match(e))
+            return [_fail("planner.entity", f"entity ids from {inst.id}'s registry",
+                          f"{e!r} " + ("is a description, not an entity id" if described
+                                       else "is not in the registry"))], {"described": described}
+    done.append(_ok("planner.entity"))
+
+    bad_sched = [(s["name"], _schedule_problem(s.get("schedule"))) for s in steps if s["type"] == "scheduled"]
+    bad_sched = [b for b in bad_sched if b[1]]
+    if bad_sched:
+        return done + [_fail("planner.schedule", "a well-formed schedule",
+                             f"{bad_sched[0][0]}: {bad_sched[0][1]}")], {}
+    done.append(_ok("planner.schedule"))
+
+    published = (set(inst.topics()) if inst is not None else set()) | {
+        s["publish_topic"] for s in steps if s["type"] == "scheduled"}
+    subscribed = [t for s in steps for t in _step_topics(s)]
+    dangling = [t for t in subscribed if t not in published and t != HA_STATE_TOPIC]
+    if dangling:
+        return done + [_fail("planner.topic", "topics some agent publishes (an existing agent, a step "
+                             f"of this plan or {HA_STATE_TOPIC})", f"nobody publishes {dangling[0]!r}")], {}
+    return None
 
 
 # -- codegen --------------------------------------------------------------------------------
@@ -349,11 +417,30 @@ def _is_true(test: ast.expr) -> bool:
     return isinstance(test, ast.Constant) and bool(test.value) and test.value is not None
 
 
+def _stub(fn: ast.AST) -> bool:
+    """A body of nothing but ``pass``, a docstring or ``...``: a stub, not an agent."""
+    body = getattr(fn, "body", [])
+    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+               for s in body)
+
+
+def _third_party(node: ast.Import | ast.ImportFrom) -> list[str]:
+    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    if isinstance(node, ast.ImportFrom) and node.level:  # a relative import cannot resolve in exec'd code
+        return [node.module or "."]
+    return [n for n in names if n and n.split(".")[0] not in sys.stdlib_module_names]
+
+
 def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
-    """Code that parses, defines the required async functions and keeps the agent-API contract."""
+    """Code that parses, defines the required async functions and keeps the agent-API contract.
+
+    The deployed parser drops fence lines (a truncated reply's unclosed fence too), allows
+    standard-library imports at module level (they cannot fail when the module body runs) and
+    fails a required function whose body is a stub; the strict parser fails any module-level import.
+    """
     assert case.code is not None
-    gold = case.code
-    source = unfence(output)
+    gold, parser = case.code, case.parser_name
+    source = read_code(output, parser)
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
@@ -378,10 +465,21 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
     v.append(_ok("codegen.functions"))
 
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    if imports:
+    if parser == "deployed":
+        imports = [n for n in imports if _third_party(n)]
+        if imports:
+            return Outcome(v + [_fail("codegen.module_import", "third-party imports inside functions",
+                                      f"module-level import of {_third_party(imports[0])[0]} at line "
+                                      f"{imports[0].lineno}")])
+    elif imports:
         return Outcome(v + [_fail("codegen.module_import", "imports inside functions",
                                   f"module-level import at line {imports[0].lineno}")])
     v.append(_ok("codegen.module_import"))
+    if parser == "deployed" and not gold.allow_empty_bodies:
+        stubs = [name for name in gold.functions if _stub(top[name])]
+        if stubs:
+            return Outcome(v + [_fail("codegen.stub", f"a body for {stubs[0]}()", "only pass, a docstring or ...")])
+        v.append(_ok("codegen.stub"))
 
     awaited = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Await)}
     for node in ast.walk(tree):
@@ -429,9 +527,12 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
 
     called = _called_names(tree)
     missing = [u for u in gold.uses if u not in called]
-    if missing:
-        return Outcome(v + [_fail("codegen.uses", f"calls {', '.join(gold.uses)}",
-                                  f"never calls {', '.join(missing)}")])
+    lowered = source.lower()
+    missing += [f"'{t}'" for t in gold.must_contain if t.lower() not in lowered]
+    banned = [t for t in gold.must_not_contain if t.lower() in lowered]
+    if missing or banned:
+        return Outcome(v + [_fail("codegen.uses", f"calls {', '.join(gold.uses)}" if gold.uses else "the task's API",
+                                  f"never calls {', '.join(missing)}" if missing else f"contains {banned[0]!r}")])
     v.append(_ok("codegen.uses"))
     return Outcome(v)
 

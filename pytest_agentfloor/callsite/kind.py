@@ -75,7 +75,7 @@ def _reference(table: SiteTable, case: Any) -> str | None:
     if case.label is not None:
         return case.label
     if case.actions is not None:
-        return json.dumps([a.model_dump(exclude_defaults=True) for a in case.actions])
+        return json.dumps([a.example() for a in case.actions])
     if case.plan is not None and case.plan.refuse:
         return "[]"
     return None
@@ -114,14 +114,21 @@ def expand_table(data: dict[str, Any], path: Path, content_hash: str) -> list[Ca
             problems.append(f"case[{n}] ({cid}): needs a 'reference' output that passes")
             continue
         if c.actions is not None and inst is not None:
-            missing = [a.entity_id for a in c.actions if a.entity_id not in inst.entity_ids()]
+            missing = [e for a in c.actions for e in a.ids() if e not in inst.entity_ids()]
             if missing:
                 problems.append(f"case[{n}] ({cid}): gold action on {missing} which {inst.id} does not own")
+                continue
+        if c.plan is not None and c.plan.delegates and inst is not None:
+            running = {a.name for a in inst.agents}
+            unknown = [d for d in c.plan.delegates if d not in running]
+            if unknown:
+                problems.append(f"case[{n}] ({cid}): plan.delegates names {unknown}, not agents running at "
+                                f"{inst.id} ({', '.join(sorted(running)) or 'none'})")
                 continue
         out.append(CallSiteCase(
             id=cid, site=table.site, grader=table.grader, group=c.group, system_prompt=table.system_prompt,
             prompt=c.prompt, context=_context(table.grader, inst), labels=tuple(table.labels),
-            max_tokens=table.max_tokens, installation=inst, naming=c.naming, label=c.label,
+            max_tokens=table.max_tokens, parser=table.parser, installation=inst, naming=c.naming, label=c.label,
             actions=tuple(c.actions) if c.actions is not None else None, plan=c.plan, code=c.code,
             reference=ref, content_hash=content_hash))
     if problems:

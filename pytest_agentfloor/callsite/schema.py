@@ -16,7 +16,9 @@ Site = Literal["intent", "action_label", "actuator", "planner", "codegen"]
 CROSS_SITE: tuple[str, ...] = ("control", "flip", "nearmiss", "refusal", "same")
 NAMING: tuple[str, ...] = ("name", "location", "name_location", "attribute", "switch", "multi", "refusal")
 AGENT_FUNCTIONS: dict[str, int] = {"setup": 1, "process": 1, "handle_task": 2, "cleanup": 1}
-_ENTITY = re.compile(r"^[a-z_]+\.[a-z0-9_]+$")
+#: a registry's entity id as Home Assistant shows it: a domain, a dot, an object id (any case, digits,
+#: further dots: ``sensor.22101316g_battery``, ``update.zbt_2_0000005E0053_firmware``)
+_ENTITY = re.compile(r"^[A-Za-z0-9_]+\.[A-Za-z0-9_.\-]+$")
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -34,7 +36,7 @@ class Entity(_Strict):
     @classmethod
     def _entity_id(cls, v: str) -> str:
         if not _ENTITY.match(v):
-            raise ValueError(f"entity id {v!r} must look like domain.object_id (lower case)")
+            raise ValueError(f"entity id {v!r} must look like domain.object_id (letters, digits, '_', '.', '-')")
         return v
 
 
@@ -83,15 +85,56 @@ class Installation(_Strict):
 
 
 class Action(_Strict):
+    """One gold service call. ``entity_id_any``: one device registered under several ids, any is right.
+
+    ``service_data`` absent: the deployed parser leaves it unconstrained, the strict one requires none.
+    Given: the deployed parser checks only its keys, the strict one the whole object; with
+    ``service_data_exact`` both compare the whole object (``{}`` then means "no service data").
+    """
+
     domain: str
     service: str
-    entity_id: str
-    service_data: dict[str, Any] = Field(default_factory=dict)
+    entity_id: str | None = None
+    entity_id_any: list[str] | None = None
+    service_data: dict[str, Any] | None = None
+    service_data_exact: bool = False
+
+    @model_validator(mode="after")
+    def _one_id(self) -> "Action":
+        if (self.entity_id is None) == (self.entity_id_any is None):
+            raise ValueError("give exactly one of entity_id and entity_id_any")
+        if self.entity_id_any is not None and not self.entity_id_any:
+            raise ValueError("entity_id_any must list at least one entity id")
+        for e in self.ids():
+            if not _ENTITY.match(e):
+                raise ValueError(f"entity id {e!r} must look like domain.object_id (letters, digits, '_', '.', '-')")
+        return self
+
+    def ids(self) -> tuple[str, ...]:
+        """The entity ids that satisfy this call (one, or the alternatives of one device)."""
+        return (self.entity_id,) if self.entity_id is not None else tuple(self.entity_id_any or ())
+
+    def example(self) -> dict[str, Any]:
+        """A call that satisfies this gold under both parsers (the first alternative)."""
+        out: dict[str, Any] = {"domain": self.domain, "service": self.service, "entity_id": self.ids()[0]}
+        if self.service_data:
+            out["service_data"] = self.service_data
+        return out
+
+
+Token = str | list[str]
+"""A string the serialized output must (not) contain; a list: any one of them (one device, several ids)."""
 
 
 class PlannerGold(_Strict):
     refuse: bool = Field(False, description="the site cannot support the pipeline: the plan must be []")
     entities: list[str] = Field(default_factory=list, description="entity ids the plan must use")
+    allowed_types: list[str] | None = Field(None, description="step types the plan may use (default: all three)")
+    must_contain: list[Token] = Field(default_factory=list,
+                                      description="strings the plan must contain (case-insensitive); a list: any one")
+    must_not_contain: list[Token] = Field(default_factory=list,
+                                          description="strings the plan must not contain (case-insensitive)")
+    delegates: list[str] = Field(default_factory=list, description="running agents the plan must hand work to, by name")
     topics: list[str] = Field(default_factory=list, description="existing topics the plan must subscribe to")
     types: list[str] = Field(default_factory=list, description="step types the plan must contain")
     forbid_types: list[str] = Field(default_factory=list, description="step types the plan must not contain")
@@ -103,6 +146,10 @@ class CodegenGold(_Strict):
     functions: list[str] = Field(description="async functions the code must define")
     uses: list[str] = Field(default_factory=list,
                             description="API names the code must call, e.g. agent.subscribe, run_in_executor")
+    must_contain: list[str] = Field(default_factory=list,
+                                    description="strings the code must contain (case-insensitive)")
+    must_not_contain: list[str] = Field(default_factory=list, description="strings the code must not contain")
+    allow_empty_bodies: bool = Field(False, description="deployed parser: a required function may be a stub")
 
     @field_validator("functions")
     @classmethod
@@ -157,6 +204,8 @@ class SiteTable(_Strict):
     system_prompt: str
     labels: list[str] = Field(default_factory=list, description="label graders: the valid labels")
     max_tokens: int | None = Field(None, gt=0, description="completion cap of this call (intent: 10)")
+    parser: Literal["deployed", "strict"] | None = Field(
+        None, description="how the deployment reads the reply; unset: --agentfloor-callsite-parser, else deployed")
     installation: str | None = Field(None, description="default installation of the cases")
     installations_dir: str = Field("installations", description="where installation files live, relative")
     cases: list[SiteCase] = Field(alias="case")
@@ -207,6 +256,7 @@ class CallSiteCase(BaseModel):
     context: str = Field("", description="appended to the user turn at call time (registry, agents)")
     labels: tuple[str, ...] = ()
     max_tokens: int | None = None
+    parser: Literal["deployed", "strict"] | None = Field(None, description="None: the session's default (deployed)")
     installation: Installation | None = None
     naming: str | None = None
     label: str | None = None
@@ -215,6 +265,11 @@ class CallSiteCase(BaseModel):
     code: CodegenGold | None = None
     reference: str
     content_hash: str
+
+    @property
+    def parser_name(self) -> str:
+        """The output parser the graders read the reply with."""
+        return self.parser or "deployed"
 
     @property
     def user_message(self) -> str:
@@ -234,4 +289,5 @@ class CallSiteCase(BaseModel):
         """What the case says about itself, carried by every record of it."""
         return {"site": self.site, "grader": self.grader, "group": self.group,
                 "installation": self.installation.id if self.installation else None,
-                "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable}
+                "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable,
+                "parser": self.parser_name}

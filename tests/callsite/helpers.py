@@ -21,8 +21,10 @@ HOME = Installation.model_validate({
 
 
 def case(grader: str, **kw: Any) -> CallSiteCase:
+    """A case read with the strict parser unless ``parser`` says otherwise (the rule tests predate the
+    deployed parser and pin the strict one; tests/callsite/test_parsers.py covers the deployed one)."""
     base: dict[str, Any] = dict(id="t-1", site=grader, grader=grader, group="g", system_prompt="s", prompt="p",
-                                reference="", content_hash="0")
+                                reference="", content_hash="0", parser="strict")
     if grader in ("actuator", "planner"):
         base["installation"] = HOME
     if "actions" in kw:

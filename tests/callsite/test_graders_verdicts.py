@@ -113,8 +113,10 @@ def test_entity_ids_must_be_the_sites() -> None:
     out = grade_planner(PLAN, js([ha_step(), ha_step(entity="light.hallway"), ha_step(entity="x")]))
     failing(out, 4, reg, "'light.hallway' is not in the registry")
     assert out.details["described"] is False
-    failing(grade_planner(PLAN, js([ha_step(entity="Light.Hall")])), 4, reg,
-            "'Light.Hall' is a description, not an entity id")
+    # real registries hold ids with upper-case letters (issue 25, point 5): such an id is unknown, not a description
+    failing(grade_planner(PLAN, js([ha_step(entity="Light.Hall")])), 4, reg, "'Light.Hall' is not in the registry")
+    failing(grade_planner(PLAN, js([ha_step(entity="the hall light")])), 4, reg,
+            "'the hall light' is a description, not an entity id")
     failing(grade_planner(PLAN, js([ha_step(entity=None)])), 4, reg, "None is a description, not an entity id")
 
 
@@ -290,7 +292,9 @@ def test_actuator_action_verdicts() -> None:
 
 
 def _gold_text(c) -> str:
-    return json.dumps([a.model_dump() for a in c.actions], sort_keys=True)
+    """The gold calls as the strict parser's messages show them (service_data spelled out, {} when none)."""
+    return json.dumps([{"domain": a.domain, "service": a.service, "entity_id": a.entity_id,
+                        "service_data": a.service_data or {}} for a in c.actions], sort_keys=True)
 
 
 def test_action_key_normalises_numbers_and_keeps_list_order() -> None:

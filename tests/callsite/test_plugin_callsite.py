@@ -176,3 +176,54 @@ def test_regrade_rereads_call_site_tables(sites: pytest.Pytester) -> None:
     new = [json.loads(line) for line in (sites.path / "regraded.jsonl").read_text().splitlines()]
     changed = next(r for r in new if r["task"] == "intent-crud-01")
     assert changed["passed"] is False and changed["facets"]["rule"] == "intent.label"
+
+
+ROUTER = '''kind = "callsite"
+site = "router"
+grader = "intent"
+labels = ["actuate", "other"]
+system_prompt = "Reply with one word."
+{parser}
+[[case]]
+group = "chat"
+prompt = "How are you?"
+label = "other"
+reference = "OTHER\\n\\nThis is small talk."
+'''
+
+
+@pytest.mark.parametrize("option, field, passed", [
+    ((), "", True),                                                   # default: the deployed parser
+    (("--agentfloor-callsite-parser", "strict"), "", False),          # the option, for tables naming none
+    (("--agentfloor-callsite-parser", "deployed"), 'parser = "strict"', False),  # a table's own field wins
+    ((), 'parser = "deployed"', True),
+])
+def test_the_parser_option_and_the_table_field(pytester: pytest.Pytester, option: tuple, field: str,
+                                               passed: bool) -> None:
+    (pytester.path / "cases" / "callsite").mkdir(parents=True)
+    (pytester.path / "cases" / "callsite" / "router.toml").write_text(ROUTER.format(parser=field))
+    result = pytester.runpytest("cases/callsite", "--model", "oracle", *option)
+    result.assert_outcomes(passed=int(passed), failed=int(not passed))
+    if not passed:
+        result.stdout.fnmatch_lines(["*failed rule intent.valid_label*"])
+
+
+def test_a_bad_parser_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    (pytester.path / "cases" / "callsite").mkdir(parents=True)
+    (pytester.path / "cases" / "callsite" / "router.toml").write_text(ROUTER.format(parser=""))
+    result = pytester.runpytest("cases/callsite", "--model", "oracle", "--agentfloor-callsite-parser", "lenient")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--agentfloor-callsite-parser: expected deployed or strict, got 'lenient'*"])
+
+
+def test_records_carry_the_parser_and_regrade_reads_replies_as_the_run_did(pytester: pytest.Pytester) -> None:
+    (pytester.path / "cases" / "callsite").mkdir(parents=True)
+    (pytester.path / "cases" / "callsite" / "router.toml").write_text(ROUTER.format(parser=""))
+    pytester.runpytest("cases/callsite", "--model", "oracle", "--agentfloor-callsite-parser", "strict")
+    (rec,) = records(pytester)
+    assert rec["facets"]["parser"] == "strict" and rec["passed"] is False
+    runs = str(pytester.path / "reports" / "runs.jsonl")
+    proc = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "regrade", runs, "--cases", str(pytester.path / "cases")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 outcome(s) changed" in proc.stdout

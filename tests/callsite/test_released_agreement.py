@@ -1,0 +1,115 @@
+"""Our verdicts against the authors' on their released records (seed 001; issue 25's agreement target).
+
+On every record whose gold is recoverable, the default (deployed) parser agrees with the authors'
+harness on at least 98% of each site's records, and every remaining difference is one listed in
+docs/callsite.md ("Conformance"). The strict parser's lower agreement is the "before" figure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from pytest_agentfloor.callsite.parsers import first_word
+
+from .released import agreement, cases, load, verdicts
+
+HAIKU = "anthropic:claude-haiku-4-5"
+#: (case, model): why our verdict differs from the one stored in their records
+DOCUMENTED: dict[tuple[str, str], str] = {
+    # the same first word passes for the other models: these two records keep a verdict from the intent
+    # keys before the revision their README describes ("Answer keys"); ours is the revised key's
+    ("intent-crud-012", HAIKU): "stale verdict: PIPELINE passes for gemma4:26b on the same case",
+    ("intent-query-020", HAIKU): "stale verdict: OTHER passes for gemma4:26b, gemma4:12b and gemma4:e2b",
+}
+
+
+def test_the_fixture_is_real_records_of_five_models_and_every_site_with_keys() -> None:
+    recs, keys = load("slm_callsite_records.jsonl"), load("slm_callsite_keys.jsonl")
+    assert len(recs) >= 300
+    assert {r["model"] for r in recs} == {HAIKU, "anthropic:claude-sonnet-5", "openai:gemma4:26b",
+                                          "openai:gemma4:12b", "openai:gemma4:e2b"}
+    assert {k["category"] for k in keys} == {"intent", "ha", "actuator"}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs)
+    released = [k for k in keys if k["source"].startswith("benchmark/")]
+    assert len(released) == 46  # crosssite_keys.jsonl (32) and actuator_b_keys.jsonl (14), every one shipped
+    assert all(k["source"].startswith(("benchmark/", "recovered: ")) for k in keys)
+
+
+def test_recovered_label_keys_are_read_as_the_harness_reads_them() -> None:
+    """A recovered label key is the first word of a passed record, and no passed record says otherwise."""
+    keys = {k["case_id"]: k for k in load("slm_callsite_keys.jsonl") if k["category"] in ("intent", "ha")}
+    for r in load("slm_callsite_records.jsonl"):
+        k = keys.get(r["case_id"])
+        if k is not None and r["passed"]:
+            assert first_word(r["output"]).casefold() == k["expected"].casefold(), r["case_id"]
+
+
+def test_deployed_parser_agrees_with_the_authors_on_every_site() -> None:
+    agree = agreement("deployed")
+    assert set(agree) == {"intent", "action_label", "actuator"}
+    for site, (same, n) in agree.items():
+        assert same / n >= 0.98, (site, same, n)
+    differ = {(cid, model) for _, cid, model, theirs, ours in verdicts("deployed") if theirs != ours}
+    assert differ == set(DOCUMENTED)
+
+
+def test_strict_parser_is_the_before_figure() -> None:
+    """The strict parser fails what the deployment accepts: every difference goes one way (issue 25)."""
+    strict, deployed = agreement("strict"), agreement("deployed")
+    share = {name: a["actuator"][0] / a["actuator"][1] for name, a in (("strict", strict), ("deployed", deployed))}
+    assert share["strict"] < 0.85 and share["deployed"] >= 0.98
+    assert strict["intent"][0] < deployed["intent"][0]
+    one_way = Counter((theirs, ours) for _, cid, m, theirs, ours in verdicts("strict") if theirs != ours
+                      and (cid, m) not in DOCUMENTED)
+    assert set(one_way) == {(True, False)}
+
+
+@pytest.mark.parametrize("parser", ["deployed", "strict"])
+def test_a_site_accuracy_under_each_parser(parser: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Prints each model's accuracy per site: theirs, and ours under the parser (run with -s to read it)."""
+    tot: Counter = Counter()
+    theirs: Counter = Counter()
+    ours: Counter = Counter()
+    for site, _, model, t, o in verdicts(parser):
+        tot[(model, site)] += 1
+        theirs[(model, site)] += t
+        ours[(model, site)] += o
+    for k in sorted(tot):
+        print(f"{parser:8} {k[0]:28} {k[1]:12} theirs {theirs[k]:3}/{tot[k]:<3} ours {ours[k]:3}/{tot[k]}")
+    assert sum(tot.values()) == len(verdicts(parser))
+    # Haiku's actuator replies wrap the array in a fence and explanation: the parsers part ways exactly there
+    if parser == "deployed":
+        assert ours[(HAIKU, "actuator")] == theirs[(HAIKU, "actuator")]
+    else:
+        assert ours[(HAIKU, "actuator")] < theirs[(HAIKU, "actuator")] * 0.5
+
+
+def test_over_actuation_on_released_impossible_requests_reads_the_scored_parse() -> None:
+    """An impossible request counts as acted on when the reply carries a call the deployment would run."""
+    cs = cases("deployed")
+    from pytest_agentfloor.callsite.graders import grade_actuator
+
+    impossible = [r for r in load("slm_callsite_records.jsonl")
+                  if r["category"] == "actuator" and r["case_id"] in cs and not cs[r["case_id"]].actions]
+    assert len(impossible) >= 80
+    for r in impossible:
+        out = grade_actuator(cs[r["case_id"]], r["output"])
+        assert out.details["acted"] is (not r["passed"]), (r["model"], r["case_id"])
+
+
+def test_the_infeasible_planner_rule_follows_the_paper_not_the_harness() -> None:
+    """Seed 001 scores an infeasible request on refusing (Table 7); their harness fails every [] and passed
+    plans for a thermostat and a front-door lock the household does not have. Ours fails every such plan."""
+    from pytest_agentfloor.callsite.graders import grade_planner
+    from pytest_agentfloor.callsite.schema import CallSiteCase, PlannerGold
+
+    recs = load("slm_callsite_planner_infeasible.jsonl")
+    assert [r["passed"] for r in recs] == [False, True, True]
+    for r in recs:
+        case = CallSiteCase(id=r["case_id"], site="planner", grader="planner", group="infeasible", system_prompt="",
+                            prompt="", reference="[]", content_hash="released", plan=PlannerGold(refuse=True))
+        out = grade_planner(case, r["output"])
+        assert out.first_failed is not None and out.first_failed.code == "planner.refusal", r["case_id"]
+        assert grade_planner(case, "[]").passed  # their harness: False for any empty plan
