@@ -217,7 +217,8 @@ def config_fingerprint(public_config: dict[str, Any], protocol: dict[str, Any] |
     """The run's condition: model configuration (prompt and reasoning ablations included) and the
     protocol with its parameters (step-budget scale included); records without a protocol keep
     their old fingerprint, and so never resume a run under a protocol."""
-    public_config = {k: v for k, v in public_config.items() if k not in ModelConfig.LIMIT_FIELDS}
+    public_config = {k: v for k, v in public_config.items()
+                     if k not in ModelConfig.LIMIT_FIELDS and k not in ModelConfig.LABEL_FIELDS}
     if "base_url" in public_config:  # a pool's replicas are where runs ran, not their condition
         public_config["base_url"] = key_base_url(public_config["base_url"])
     ident: dict[str, Any] = public_config if protocol is None else {"config": public_config, "protocol": protocol}

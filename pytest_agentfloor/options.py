@@ -52,6 +52,7 @@ class Settings:
     protocol: Protocol = PROTOCOLS[DEFAULT_PROTOCOL]
     reference: str | None = None
     callsite_weights: dict[str, float] | None = None  # relative call frequency per call site (routing)
+    callsite_verdict: str = "raw"  # which McNemar p decides a call site's "differs": raw (exact) or holm
     margin_pp: float = 10.0
     cluster: str | None = None
     interval_method: str = "guarded"
@@ -262,6 +263,9 @@ def add_options(parser: pytest.Parser) -> None:
     add("--callsite-weights", "agentfloor_callsite_weights",
         "relative call frequency per call site for routed accuracy, e.g. intent=10,actuator=3",
         default="", shown="each site's share of cases", metavar="SITE=W,...")
+    add("--agentfloor-callsite-verdict", "agentfloor_callsite_verdict",
+        "which McNemar p decides 'differs' in the call-site paired table: raw = the exact p (as seed 001 reports "
+        "it), holm = Holm-adjusted across the sites of each model; both are printed", default="raw", metavar="P")
     add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
         default="10", metavar="PP")
     add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
@@ -512,6 +516,9 @@ def read_settings(config: pytest.Config) -> Settings:
         callsite_weights = parse_weights(str(_opt(config, "agentfloor_callsite_weights") or ""))
     except ValueError as exc:
         raise pytest.UsageError(f"--callsite-weights: {exc}") from None
+    from .callsite.stats import VERDICTS
+
+    callsite_verdict = _choice(config, "agentfloor_callsite_verdict", "--agentfloor-callsite-verdict", VERDICTS)
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
     decision_bound = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
@@ -551,6 +558,7 @@ def read_settings(config: pytest.Config) -> Settings:
         max_cost=max_cost,
         reference=reference,
         callsite_weights=callsite_weights,
+        callsite_verdict=callsite_verdict,
         margin_pp=margin,
         cluster=None if cluster == "auto" else cluster,
         interval_method=interval_method,
@@ -594,7 +602,7 @@ def _judge(config: pytest.Config, models: dict[str, ModelConfig]) -> tuple[Model
     if name not in models:
         raise pytest.UsageError(f"--agentfloor-judge: unknown model {name!r}; configured: {', '.join(sorted(models))} "
                                 "(a judge is any openai, ollama or local model in models.toml)")
-    if models[name].provider in ("scripted", "replay"):
+    if models[name].provider in ("scripted", "replay", "recorded"):
         raise pytest.UsageError(f"--agentfloor-judge: {name!r} is a {models[name].provider} model and cannot judge text; "
                                 "name an openai, ollama or local model")
     return models[name], mode
