@@ -30,8 +30,8 @@ def mcnemar_table(s: CallSiteSummary) -> TextTable | None:
     if s.reference is None:
         return None
     holm = s.verdict == "holm"
-    t = TextTable("callsite_mcnemar", f"Call sites: exact McNemar against {s.reference} "
-                  f"(verdict on the {'Holm-adjusted' if holm else 'exact'} p)",
+    t = TextTable("callsite_mcnemar", f"Call sites: McNemar against {s.reference} "
+                  f"(verdict: {'Holm-adjusted' if holm else 'exact'} p)",
                   ["model", "site", "pairs", "only model", "only ref", "p (exact)", "p (Holm)", "differs"],
                   "llrrrrrl")
     for test in s.tests:

@@ -225,7 +225,7 @@ def test_mcnemar_table_prints_both_p_values_and_names_the_verdict() -> None:
     assert raw.headers[5:8] == ["p (exact)", "p (Holm)", "differs"]
     codegen = next(row for row in raw.rows if row[1] == "codegen")
     assert codegen[5:8] == ["0.039", "0.195", "yes"]
-    assert "verdict on the exact p" in raw.title and "the exact p, unadjusted" in raw.notes[0]
+    assert "(verdict: exact p)" in raw.title and "the exact p, unadjusted" in raw.notes[0]
     holm = mcnemar_table(summarise(table2_records(), reference="haiku", verdict="holm"))
     assert next(row for row in holm.rows if row[1] == "codegen")[7] == "no"
-    assert "Holm-adjusted" in holm.title
+    assert "(verdict: Holm-adjusted p)" in holm.title
