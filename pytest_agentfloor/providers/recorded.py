@@ -8,6 +8,8 @@ call. Each line is one output::
 
 ``case_id``, ``model`` and ``output`` are required; the usage fields are optional (absent: 0, and
 the cost comes from the model's pricing); other fields are ignored, so a scored corpus reads as is.
+A failed call is recorded as ``"output": null`` with its ``"error"`` text: it becomes the item's
+infrastructure error, as a live endpoint failure would.
 A models.toml entry ``provider = "recorded"`` with ``path`` picks the lines whose ``model`` is its
 ``model`` (or, without one, its name). The outputs go through the normal items, graders, records
 and reports; a case without a recorded output is an infrastructure error naming it.
@@ -46,6 +48,7 @@ class RecordedOutput:
     tokens_out: int = 0
     cost_usd: float | None = None
     line: int = 0
+    error: str | None = None  # a call that failed where it was recorded (output null)
 
 
 def _number(where: str, key: str, value: Any, *, integer: bool) -> float | int:
@@ -69,17 +72,24 @@ def parse_line(text: str, path: Path | str, line: int) -> RecordedOutput | None:
     if not isinstance(data, dict):
         raise RecordedOutputsError(f"{where}: expected a JSON object with {', '.join(REQUIRED)}, "
                                    f"got {type(data).__name__}")
+    error = data.get("error")
+    failed = data.get("output", "") is None and isinstance(error, str) and bool(error.strip())
     for key in REQUIRED:
         if key not in data:
             raise RecordedOutputsError(f"{where}: missing field {key!r} (required: {', '.join(REQUIRED)})")
+        if key == "output" and failed:
+            continue
         if not isinstance(data[key], str) or (key != "output" and not data[key].strip()):
             raise RecordedOutputsError(f"{where}: field {key!r} must be a{' non-empty' if key != 'output' else ''} "
-                                       f"string, not {json.dumps(data[key])[:40]}")
+                                       f"string, not {json.dumps(data[key])[:40]}"
+                                       + (" (a failed call: output null with its 'error' text)" if key == "output"
+                                          else ""))
     usage: dict[str, Any] = {}
     for key, attr in OPTIONAL.items():
         if data.get(key) is not None:
             usage[attr] = _number(where, key, data[key], integer=key.endswith("_tokens"))
-    return RecordedOutput(case_id=data["case_id"], model=data["model"], output=data["output"], line=line, **usage)
+    return RecordedOutput(case_id=data["case_id"], model=data["model"], output=data["output"] or "", line=line,
+                          error=error if failed else None, **usage)
 
 
 def read_outputs(path: Path) -> dict[tuple[str, str], RecordedOutput]:
@@ -130,6 +140,9 @@ class RecordedProvider:
         if rec is None:
             raise ProviderError(str(self.path), f"no recorded output for case {case.id!r} of model "
                                 f"{self.source!r}", transient=False)
+        if rec.error is not None:
+            raise ProviderError(str(self.path), f"the recorded call of case {case.id!r} failed: {rec.error}",
+                                transient=False)
         return Reply(content=rec.output, tokens_in=rec.tokens_in, tokens_out=rec.tokens_out,
                      latency_s=rec.latency_s, cost_usd=rec.cost_usd)
 

@@ -127,6 +127,21 @@ def test_the_provider_answers_call_sites_only_and_names_a_missing_case(tmp_path:
         p.complete([], [], case=SimpleNamespace(kind="episode", id="A01"))
 
 
+def test_a_failed_recorded_call_is_an_infrastructure_error(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    f = tmp_path / "out.jsonl"
+    f.write_text(line(case_id="k-1", model="m", output=None, error="HTTP 529 overloaded", latency_s=30.0) + "\n")
+    rec = read_outputs(f)[("m", "k-1")]
+    assert (rec.error, rec.output, rec.latency_s) == ("HTTP 529 overloaded", "", 30.0)
+    p = RecordedProvider(ModelConfig(name="m", provider="recorded", path=str(f)))
+    with pytest.raises(ProviderError, match="the recorded call of case 'k-1' failed: HTTP 529 overloaded"):
+        p.complete([], [], case=SimpleNamespace(kind="callsite", id="k-1"))
+    f.write_text(line(case_id="k-1", model="m", output=None, error="") + "\n")  # no error text: a bad line
+    with pytest.raises(RecordedOutputsError, match="output null with its 'error' text"):
+        read_outputs(f)
+
+
 def test_import_names_fit_model_lists() -> None:
     names = model_names(["claude haiku 4.5", "gemma4:26b", "claude/haiku/4.5", "a::b"])
     assert names["gemma4:26b"] == "gemma4:26b"

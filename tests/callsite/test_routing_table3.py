@@ -87,6 +87,29 @@ def test_hosted_is_inferred_from_the_configuration() -> None:
     assert sorted(m for m in meta if is_hosted(meta[m])) == ["claude-haiku-4.5", "claude-sonnet-5"]
 
 
+@pytest.mark.parametrize("config,hosted", [
+    ({"provider": "openai", "model": "m", "hosted": False}, False),  # stated: wins over everything
+    ({"provider": "local", "hosted": True}, True),
+    ({"provider": "ollama", "model": "m", "pricing": {"input_per_mtok": 0.1}}, True),  # token pricing
+    ({"provider": "openai", "model": "m", "base_url": "https://api.example.com/v1",
+      "pricing": {"hourly_usd": 2.0}}, False),  # hourly pricing: your own (rented) hardware
+    ({"provider": "openai", "model": "m"}, True),  # no base_url: the OpenAI API
+    ({"provider": "openai", "model": "m", "base_url": "http://localhost:8000/v1"}, False),
+    ({"provider": "openai", "model": "m", "base_url": "http://[::1]:8000/v1"}, False),
+    ({"provider": "openai", "model": "m", "base_url": ["http://127.0.0.1:1/v1", "http://127.0.0.2:1/v1"]}, False),
+    ({"provider": "openai", "model": "m", "base_url": ["http://127.0.0.1:1/v1", "http://10.0.0.5:1/v1"]}, True),
+    ({"provider": "ollama", "model": "m", "base_url": "http://gpu-box:11434"}, False),
+    ({"provider": "local"}, False), ({"provider": "scripted", "policy": "oracle"}, False),
+    ({"provider": "recorded", "path": "x.jsonl"}, False),
+])
+def test_the_hosted_rule(config: dict, hosted: bool) -> None:
+    public = ModelConfig(name="x", **config).public()
+    assert is_hosted(public) is hosted
+    from pytest_agentfloor.report.files import model_meta_view
+
+    assert model_meta_view(public)["hosted"] is hosted and is_hosted(model_meta_view(public)) is hosted
+
+
 @pytest.mark.parametrize("reference", ["claude-sonnet-5", None])
 def test_all_six_rows_of_table_3(reference: str | None) -> None:
     meta = {name: cfg.public() for name, cfg in configs().items()}
