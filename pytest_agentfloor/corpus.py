@@ -140,7 +140,10 @@ class CassetteStore:
             entry["endpoint"] = redact_url(endpoint)
         if item is not None:
             entry.update(task=item[0], variant=item[1], instance=item[2], run=item[3], turn=turn)
-        self._log.append({**entry, "reply": asdict(reply)})
+        data = asdict(reply)
+        if data.get("cost_usd") is None:  # only recorded outputs carry one: cassettes keep their earlier form
+            data.pop("cost_usd", None)
+        self._log.append({**entry, "reply": data})
 
     def close(self) -> None:
         self._log.close()
