@@ -74,9 +74,12 @@ def session(pytester: pytest.Pytester) -> dict:
     return json.loads((pytester.path / "reports" / "session.json").read_text())
 
 
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_a_no_tools_model_answers_its_call_sites_and_the_run_is_complete(project: pytest.Pytester,
-                                                                         server: FakeModelServer) -> None:
-    result = project.runpytest("--model", "plain")  # the whole case set: a narrowed one is PARTIAL anyway
+                                                                         server: FakeModelServer,
+                                                                         xdist: list[str]) -> None:
+    # the whole case set: a narrowed one is PARTIAL anyway; under xdist the workers gate by the controller's probe
+    result = project.runpytest("--model", "plain", *xdist)
     result.assert_outcomes(passed=1, failed=1)  # both items ran: "actuate" is right once
     result.stdout.fnmatch_lines(["agentfloor: probe plain: no_tools (*); call-site items run regardless"])
     assert len(server.requests) == 3  # the probe, then one request per case (without tools)
