@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -80,14 +81,13 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     text = models_toml(ns.file.resolve(), names, hosted)
-    import pytest
-
     with tempfile.TemporaryDirectory(prefix="agentfloor-import-") as tmp:
         target = ns.models_file if ns.models_file is not None else Path(tmp) / "models.toml"
         target.write_text(text, encoding="utf-8")
         cases = ns.cases or ["cases/callsite"]
-        return int(pytest.main([*cases, "--model", ",".join(names.values()),
-                                "--agentfloor-models-file", str(target.resolve()), *extra]))
+        # a pytest process of its own: the plugin is loaded (and its asserts rewritten) as in any run
+        return subprocess.call([sys.executable, "-m", "pytest", *cases, "--model", ",".join(names.values()),
+                                "--agentfloor-models-file", str(target.resolve()), *extra])
 
 
 if __name__ == "__main__":  # pragma: no cover
