@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("pytest_agentfloor.compare", "compare stored runs: paired differences, changed items, gate verdict"),
     "view": ("pytest_agentfloor.report.viewer", "write (or serve) the transcript viewer for runs.jsonl files"),
     "judge-audit": ("pytest_agentfloor.judge.audit", "agreement of a judge with the labelled audit set"),
+    "import": ("pytest_agentfloor.byo", "grade recorded outputs (JSONL) through the call-site items, no model call"),
 }
 
 

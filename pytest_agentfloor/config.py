@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ProviderName = Literal["scripted", "openai", "ollama", "local", "replay"]
+ProviderName = Literal["scripted", "openai", "ollama", "local", "replay", "recorded"]
 MAX_SLOTS = 64  # llama-server slots: each holds a whole episode's context in memory
 MAX_THREADS = 256
 
@@ -92,6 +92,10 @@ class ModelConfig(BaseModel):
     params_b: float | None = Field(None, ge=0, description="parameter count in billions, for recipes")
     pricing: Pricing = Field(default_factory=Pricing)
     policy: str | None = Field(None, description="scripted policy name")
+    hosted: bool | None = Field(None, description="served by a hosted API (true) or on your own hardware "
+                                "(false), for the call-site routing policies; None: inferred (see is_hosted)")
+    path: str | None = Field(None, description="provider \"recorded\": the JSONL file of recorded outputs "
+                             "(relative to models.toml), see docs/callsite.md")
 
     @field_validator("base_url", mode="before")
     @classmethod
@@ -117,6 +121,10 @@ class ModelConfig(BaseModel):
     def _check(self) -> "ModelConfig":
         if self.provider == "scripted" and self.policy not in SCRIPTED_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(SCRIPTED_POLICIES)}")
+        if self.provider == "recorded" and not self.path:
+            raise ValueError('provider "recorded" needs \'path\' (the JSONL file of recorded outputs)')
+        if self.path is not None and self.provider != "recorded":
+            raise ValueError(f"path: for provider \"recorded\" only, not {self.provider!r}")
         if self.provider in ("openai", "ollama") and not self.model:
             raise ValueError(f"provider {self.provider!r} needs 'model' (the served model id)")
         if self.is_pool and self.provider not in ("openai", "ollama"):
@@ -162,6 +170,12 @@ class ModelConfig(BaseModel):
                 value = tuple(redact_url(v) for v in value)
             yield key, value
 
+    #: what reports read about a model, not a condition of its runs: kept out of resume keys
+    LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("hosted",)
+    #: fields added after records existed: left out of public() while unset, so that the public view
+    #: (and so the resume key) of every earlier configuration stays what it was
+    NEW_FIELDS: ClassVar[tuple[str, ...]] = ("hosted", "path")
+
     #: how the embedded llama.cpp server is started (docs/local-model.md)
     SERVER_FIELDS: ClassVar[tuple[str, ...]] = ("slots", "threads", "threads_batch")
     #: how fast requests are sent or served, not what is measured: not part of a run's condition (at
@@ -171,11 +185,40 @@ class ModelConfig(BaseModel):
     def public(self) -> dict[str, Any]:
         """Everything but secrets; base URLs lose any credentials they embed."""
         data = self.model_dump(mode="json")
+        for key in self.NEW_FIELDS:
+            if data.get(key) is None:
+                data.pop(key, None)
         if isinstance(data.get("base_url"), list):
             data["base_url"] = [redact_url(u) for u in data["base_url"]]
         elif data.get("base_url"):
             data["base_url"] = redact_url(data["base_url"])
         return data
+
+
+def is_hosted(public: Any) -> bool:
+    """Whether a model (its public configuration) is hosted, for the call-site routing policies.
+
+    The rule, first match wins: an explicit ``hosted = true/false``; token pricing
+    (``input_per_mtok`` or ``output_per_mtok``) is hosted; hourly pricing (amortised hardware) is
+    local; providers ``local``, ``ollama``, ``scripted`` and ``recorded`` are local; provider
+    ``openai`` is hosted unless every base_url is a loopback address (``localhost``, 127.0.0.0/8,
+    ``::1``; no base_url means the OpenAI API, hosted); anything else is local.
+    """
+    cfg = public if isinstance(public, dict) else {}
+    if isinstance(cfg.get("hosted"), bool):
+        return bool(cfg["hosted"])
+    pricing = cfg.get("pricing") if isinstance(cfg.get("pricing"), dict) else {}
+    if pricing.get("input_per_mtok") is not None or pricing.get("output_per_mtok") is not None:
+        return True
+    if pricing.get("hourly_usd") is not None:
+        return False
+    if cfg.get("provider") == "openai":
+        from .providers.base import is_loopback
+
+        urls = cfg.get("base_url")
+        urls = [urls] if isinstance(urls, str) else list(urls or [])
+        return not urls or not all(isinstance(u, str) and is_loopback(u) for u in urls)
+    return False
 
 
 #: the endpoint in the keys of a pooled model: a marker no URL can be
@@ -261,6 +304,8 @@ def load_models(path: Path | None) -> dict[str, ModelConfig]:
                               "(no spaces, commas, brackets or '::'), as it is part of test ids and --model lists")
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: models.{name} must be a table")
+        if table.get("provider") == "recorded" and isinstance(table.get("path"), str) and table["path"]:
+            table = {**table, "path": str((path.parent / table["path"]).resolve())}  # relative to models.toml
         try:
             models[name] = ModelConfig.model_validate({"name": name, **table})
         except ValidationError as exc:

@@ -140,7 +140,10 @@ class CassetteStore:
             entry["endpoint"] = redact_url(endpoint)
         if item is not None:
             entry.update(task=item[0], variant=item[1], instance=item[2], run=item[3], turn=turn)
-        self._log.append({**entry, "reply": asdict(reply)})
+        data = asdict(reply)
+        if data.get("cost_usd") is None:  # only recorded outputs carry one: cassettes keep their earlier form
+            data.pop("cost_usd", None)
+        self._log.append({**entry, "reply": data})
 
     def close(self) -> None:
         self._log.close()
@@ -217,7 +220,8 @@ def config_fingerprint(public_config: dict[str, Any], protocol: dict[str, Any] |
     """The run's condition: model configuration (prompt and reasoning ablations included) and the
     protocol with its parameters (step-budget scale included); records without a protocol keep
     their old fingerprint, and so never resume a run under a protocol."""
-    public_config = {k: v for k, v in public_config.items() if k not in ModelConfig.LIMIT_FIELDS}
+    public_config = {k: v for k, v in public_config.items()
+                     if k not in ModelConfig.LIMIT_FIELDS and k not in ModelConfig.LABEL_FIELDS}
     if "base_url" in public_config:  # a pool's replicas are where runs ran, not their condition
         public_config["base_url"] = key_base_url(public_config["base_url"])
     ident: dict[str, Any] = public_config if protocol is None else {"config": public_config, "protocol": protocol}

@@ -19,6 +19,7 @@ from .kinds import CaseKind, Entry, kind_named, load_file
 from .nodeids import item_name, item_nodeid
 from .options import settings_key
 from .prefetch import prefetcher_key
+from .probe import gate
 from .providers.base import ProviderError
 from .render import safe_text
 from .results import build_record, properties
@@ -170,7 +171,7 @@ class CaseItem(pytest.Item):
         """
         settings = self.config.stash[settings_key]
         probed = settings.probes.get(self.model.name)
-        if probed and probed[0] == "error":  # a dead endpoint: nothing to measure, and no record
+        if probed and gate(probed[0], self.kind) == "error":  # a dead endpoint: nothing to measure, no record
             raise InfrastructureError(f"model {self.model.name!r} not run: the probe at session start failed: "
                                       f"{probed[1]}")
         case = self.resolved_case
@@ -212,7 +213,7 @@ class CaseItem(pytest.Item):
         """
         settings = self.config.stash[settings_key]
         probed = settings.probes.get(self.model.name)
-        if probed and probed[0] == "error":
+        if probed and gate(probed[0], self.kind) == "error":
             return None
         try:
             provider = settings.provider(self.model)

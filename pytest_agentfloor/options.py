@@ -53,6 +53,7 @@ class Settings:
     reference: str | None = None
     callsite_weights: dict[str, float] | None = None  # relative call frequency per call site (routing)
     callsite_parser: str | None = None  # output parser of call-site tables that name none (callsite/parsers.py)
+    callsite_verdict: str = "raw"  # which McNemar p decides a call site's "differs": raw (exact) or holm
     margin_pp: float = 10.0
     cluster: str | None = None
     interval_method: str = "guarded"
@@ -267,6 +268,9 @@ def add_options(parser: pytest.Parser) -> None:
         "how call-site replies are read: deployed (first-word labels, the JSON array found in prose, service_data "
         "on the gold's keys; docs/callsite.md) or strict (the whole reply is the answer); a table's own "
         "'parser' field wins", default="", shown="deployed", metavar="PARSER")
+    add("--agentfloor-callsite-verdict", "agentfloor_callsite_verdict",
+        "which McNemar p decides 'differs' in the call-site paired table: raw = the exact p (as seed 001 reports "
+        "it), holm = Holm-adjusted across the sites of each model; both are printed", default="raw", metavar="P")
     add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
         default="10", metavar="PP")
     add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
@@ -520,6 +524,9 @@ def read_settings(config: pytest.Config) -> Settings:
     callsite_parser = str(_opt(config, "agentfloor_callsite_parser") or "").strip() or None
     if callsite_parser is not None and callsite_parser not in ("deployed", "strict"):
         raise pytest.UsageError(f"--agentfloor-callsite-parser: expected deployed or strict, got {callsite_parser!r}")
+    from .callsite.stats import VERDICTS
+
+    callsite_verdict = _choice(config, "agentfloor_callsite_verdict", "--agentfloor-callsite-verdict", VERDICTS)
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
     decision_bound = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
@@ -560,6 +567,7 @@ def read_settings(config: pytest.Config) -> Settings:
         reference=reference,
         callsite_weights=callsite_weights,
         callsite_parser=callsite_parser,
+        callsite_verdict=callsite_verdict,
         margin_pp=margin,
         cluster=None if cluster == "auto" else cluster,
         interval_method=interval_method,
@@ -603,7 +611,7 @@ def _judge(config: pytest.Config, models: dict[str, ModelConfig]) -> tuple[Model
     if name not in models:
         raise pytest.UsageError(f"--agentfloor-judge: unknown model {name!r}; configured: {', '.join(sorted(models))} "
                                 "(a judge is any openai, ollama or local model in models.toml)")
-    if models[name].provider in ("scripted", "replay"):
+    if models[name].provider in ("scripted", "replay", "recorded"):
         raise pytest.UsageError(f"--agentfloor-judge: {name!r} is a {models[name].provider} model and cannot judge text; "
                                 "name an openai, ollama or local model")
     return models[name], mode

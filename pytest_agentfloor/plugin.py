@@ -189,11 +189,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     in runs.jsonl are deselected (their records still count)."""
     settings = config.stash[settings_key]
     if settings.probes and not settings.run_non_capable:
-        # only the paper's exclusions skip; a probe "error" (dead endpoint) fails the items in setup
+        from .probe import gate
+
+        # only the paper's exclusions skip; a probe "error" (dead endpoint) fails the items in setup;
+        # items that send no tools (call sites) are never gated by the tool probe
         for item in items:
             if isinstance(item, CaseItem):
                 found = settings.probes.get(item.model.name)
-                if found and found[0] in ("text_leaked", "no_tools"):
+                if found and gate(found[0], item.kind) == "skip":
                     item.add_marker(pytest.mark.skip(
                         reason=f"model {item.model.name!r} probed as {found[0]}: {found[1]} (--run-non-capable runs it)"))
     if settings.shard is not None:

@@ -17,6 +17,10 @@ An ``error`` says nothing about the model: it is a dead endpoint, a wrong key or
 name, so the model's items become pytest errors naming the endpoint and the cause (see
 :func:`endpoint_hint`), and the run exits non-zero.
 
+The probe gates only items whose requests carry tools (:func:`gate`): a call-site request sends
+none, so a model served without a tool-call parser (seed 001's small models) still answers its
+call sites, whatever the probe said; a dead endpoint shows there as each item's own infra error.
+
 `classify` is the pure decision (a Reply or an exception in, a ProbeResult out); `probe` only
 sends the one request and hands the outcome to it.
 """
@@ -52,6 +56,26 @@ class ProbeResult:
     def admitted(self) -> bool:
         """Only tool-capable models take part in the benchmark."""
         return self.classification == "tool_capable"
+
+
+Gate = Literal["skip", "error"]
+
+
+def sends_tools(kind: Any) -> bool:
+    """Whether a case kind's requests carry tools (kinds say so with ``sends_tools``; default yes)."""
+    return bool(getattr(kind, "sends_tools", True))
+
+
+def gate(classification: str | None, kind: Any) -> Gate | None:
+    """What the probe's verdict does to one item of `kind`: skip it, fail it in setup, or nothing.
+
+    Items without tools (call sites) are never gated: the probe measured a capability they do not use.
+    """
+    if classification is None or not sends_tools(kind):
+        return None
+    if classification in ("text_leaked", "no_tools"):
+        return "skip"
+    return "error" if classification == "error" else None
 
 
 def probe_messages() -> list[dict[str, Any]]:

@@ -68,6 +68,8 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
     calls = traj.calls
     priced = any(v is not None for v in (config.pricing.hourly_usd, config.pricing.input_per_mtok,
                                          config.pricing.output_per_mtok))
+    # outputs brought from elsewhere may carry the cost their source paid (providers/recorded.py)
+    recorded = [t.cost_usd for t in traj.turns if t.cost_usd is not None]
     record: dict[str, Any] = {
         "schema": RECORD_SCHEMA,
         "plugin_version": __version__,
@@ -102,7 +104,8 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "endpoint_wait_s": traj.endpoint_wait_s,
         # hourly pricing charges the time the model was busy serving the episode, not the item's
         # wall clock (which grows with -n when workers queue on one server); no pricing: unknown, never $0
-        "cost_usd": round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10) if priced else None,
+        "cost_usd": round(sum(recorded), 10) if recorded else
+        round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10) if priced else None,
         "calls_malformed": sum(1 for c in calls if c.malformed),
         "calls_hallucinated": sum(1 for c in calls if c.hallucinated),
         "calls_repeated": sum(1 for c in calls if c.repeated),

@@ -124,6 +124,15 @@ class AgentFloorSession:
                 raise pytest.UsageError("; ".join(
                     f"models.{name}.api_key_env: environment variable {var} is not set (it must hold the API key)"
                     for name, var in dict(unset).items()))
+        recorded = [m for m in st.selected if m.provider == "recorded"]
+        if recorded:  # a bad line is a usage error at the start, naming file:line and field
+            from .providers.recorded import RecordedOutputsError
+
+            for m in recorded:
+                try:
+                    st.provider(m)
+                except RecordedOutputsError as exc:
+                    raise pytest.UsageError(f"models.{m.name}.path: {exc}") from None
         from .local.session import needs_server
 
         if needs_server(served):  # the judge's embedded model too (--judge local)
@@ -146,7 +155,7 @@ class AgentFloorSession:
         st = self.settings
         endpoints: dict[str, dict[str, dict[str, str]]] = {}
         for model in st.selected:
-            if model.provider == "scripted":
+            if model.provider in ("scripted", "recorded"):  # no endpoint: nothing to probe
                 continue
             provider = st.provider(model)
             pool = pool_of(provider)
@@ -243,6 +252,8 @@ class AgentFloorSession:
             reasons.append(f"{self.deselected} item(s) deselected")
         for model, n in sorted(self.probe_errors.items()):
             reasons.append(f"model {model}: endpoint failed the probe, {n} item(s) not run")
+        for (model, cls, _), n in sorted(self.probe_skips.items()):
+            reasons.append(f"model {model}: probed as {cls}, {n} item(s) skipped (--run-non-capable runs them)")
         if self.cost_skips and self.settings.max_cost is not None:
             reasons.append(f"stopped at --max-cost {self.settings.max_cost:g} USD: {self.cost_skips} item(s) skipped")
         expected = int(getattr(session, "testscollected", 0) or 0)
@@ -382,7 +393,8 @@ class AgentFloorSession:
         for problem in self.problems:
             tr.write_line(f"agentfloor: {problem}", yellow=True)
         for name, (cls, detail) in sorted(self.settings.probes.items()):
-            tr.write_line(f"agentfloor: probe {name}: {cls}" + ("" if cls == "tool_capable" else f" ({detail})"),
+            tr.write_line(f"agentfloor: probe {name}: {cls}" + ("" if cls == "tool_capable" else
+                                                                 f" ({detail}); call-site items run regardless"),
                           green=cls == "tool_capable", yellow=cls in ("text_leaked", "no_tools"), red=cls == "error")
             if name in self.contexts:  # right under the tool-calling class it was measured with
                 tr.write_line(f"agentfloor: probe {name}: {self.contexts[name][1]}")
@@ -416,7 +428,7 @@ class AgentFloorSession:
 
     def section_options(self) -> dict[str, Any]:
         """Options of the kinds' report sections (report/sections.py)."""
-        return {"callsite_weights": self.settings.callsite_weights}
+        return {"callsite_weights": self.settings.callsite_weights, "callsite_verdict": self.settings.callsite_verdict}
 
     def run_text(self) -> str:
         from .report.files import run_line

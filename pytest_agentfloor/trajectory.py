@@ -57,6 +57,8 @@ class Turn(BaseModel):
     latency_s: float = 0.0
     busy_s: float | None = Field(None, description="server-reported processing time (None: not reported)")
     reasoning_tokens: int | None = Field(None, description="reasoning tokens, where the server reports them")
+    cost_usd: float | None = Field(None, description="the call's cost as recorded by its source (bring your own "
+                                   "outputs); None: priced from the model's pricing")
     leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
     menu_size: int | None = Field(None, description="tool schemas shown in this request (pressure cells)")
     endpoint: str | None = Field(None, description="the endpoint (redacted URL) that answered this turn "

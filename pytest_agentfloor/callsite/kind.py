@@ -11,6 +11,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from pydantic import ValidationError
@@ -81,19 +82,51 @@ def _reference(table: SiteTable, case: Any) -> str | None:
     return None
 
 
-def _context(grader: str, inst: Installation | None) -> str:
+#: the block appended to the user turn at call time, per grader (string.Template placeholders);
+#: a site table overrides it with ``context_template`` (docs/callsite.md, "The context block")
+CONTEXT_TEMPLATES: dict[str, str] = {
+    "actuator": "AVAILABLE HA ENTITIES ($name):\n$registry",
+    "planner": "AVAILABLE HA ENTITIES ($name):\n$registry\n\nAVAILABLE AGENTS:\n$agents",
+}
+#: what a context template may name
+CONTEXT_FIELDS: tuple[str, ...] = ("name", "id", "registry", "entity_ids", "agents")
+
+
+def context_values(inst: Installation) -> dict[str, str]:
+    return {"name": inst.name, "id": inst.id, "registry": inst.registry_text(),
+            "entity_ids": "\n".join(e.id for e in inst.entities), "agents": inst.agents_text()}
+
+
+def check_template(template: object) -> list[str]:
+    """Problems of a table's ``context_template`` (empty: usable)."""
+    if not isinstance(template, str):
+        return [f"context_template: must be a string, not {type(template).__name__}"]
+    found = list(Template.pattern.finditer(template))
+    names = {m.group("named") or m.group("braced") for m in found if m.group("named") or m.group("braced")}
+    bad = [m for m in found if m.group("invalid") is not None]
+    if bad:
+        return [f"context_template: a '$' not followed by a placeholder at character {bad[0].start()} "
+                "(write $$ for a literal $)"]
+    unknown = sorted(names - set(CONTEXT_FIELDS))
+    if unknown:
+        return [f"context_template: unknown placeholder ${unknown[0]}; known: "
+                + ", ".join(f"${n}" for n in CONTEXT_FIELDS)]
+    return []
+
+
+def _context(grader: str, inst: Installation | None, template: str | None = None) -> str:
     if inst is None:
         return ""
-    if grader == "actuator":
-        return f"AVAILABLE HA ENTITIES ({inst.name}):\n{inst.registry_text()}"
-    if grader == "planner":
-        return (f"AVAILABLE HA ENTITIES ({inst.name}):\n{inst.registry_text()}\n\n"
-                f"AVAILABLE AGENTS:\n{inst.agents_text()}")
-    return ""
+    text = template if template is not None else CONTEXT_TEMPLATES.get(grader)
+    return "" if text is None else Template(text).substitute(context_values(inst))
 
 
 def expand_table(data: dict[str, Any], path: Path, content_hash: str) -> list[CallSiteCase]:
     """Validate a site table and resolve each of its cases (ids numbered within a sub-group)."""
+    data = dict(data)
+    template = data.pop("context_template", None)  # the context block's format (see CONTEXT_TEMPLATES)
+    if template is not None and check_template(template):
+        raise CaseError(path, check_template(template))
     try:
         table = SiteTable.model_validate(data)
     except ValidationError as exc:
@@ -127,7 +160,7 @@ def expand_table(data: dict[str, Any], path: Path, content_hash: str) -> list[Ca
                 continue
         out.append(CallSiteCase(
             id=cid, site=table.site, grader=table.grader, group=c.group, system_prompt=table.system_prompt,
-            prompt=c.prompt, context=_context(table.grader, inst), labels=tuple(table.labels),
+            prompt=c.prompt, context=_context(table.grader, inst, template), labels=tuple(table.labels),
             max_tokens=table.max_tokens, parser=table.parser, installation=inst, naming=c.naming, label=c.label,
             actions=tuple(c.actions) if c.actions is not None else None, plan=c.plan, code=c.code,
             reference=ref, content_hash=content_hash))
@@ -208,7 +241,8 @@ def play_call(case: CallSiteCase, provider: Any, *, model: str, run: int = 0, pr
         traj.termination, traj.error, traj.final_answer = "malformed_call", str(exc), ""
     else:
         turn = Turn(index=0, content=reply.content, finish_reason=reply.finish_reason, tokens_in=reply.tokens_in,
-                    tokens_out=reply.tokens_out, latency_s=reply.latency_s)
+                    tokens_out=reply.tokens_out, latency_s=reply.latency_s,
+                    cost_usd=getattr(reply, "cost_usd", None))
         turn.calls = [ToolCall(turn=0, id=c.id, name=c.name, raw_arguments=c.arguments, hallucinated=True)
                       for c in reply.tool_calls]
         traj.turns.append(turn)
@@ -222,6 +256,7 @@ def play_call(case: CallSiteCase, provider: Any, *, model: str, run: int = 0, pr
 class CallSiteKind:
     name = "callsite"
     markers = MARKERS
+    sends_tools = False  # the tool probe never gates these items (probe.gate)
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         entries = []

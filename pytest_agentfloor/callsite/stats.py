@@ -7,20 +7,27 @@ Pure functions of the records (compact ``user_properties`` dicts or full runs.js
   case run several times counts once, with its mean score), so repeats never narrow an interval;
 * exact two-sided McNemar against the reference per site, paired on (case, variant, instance,
   run), with the discordant split (only the model passed, only the reference passed), and Holm's
-  adjustment across the sites of each model;
+  adjustment across the sites of each model; both p values are kept, and the verdict ("differs")
+  reads the raw exact p by default, as seed 001 reports it (codegen vs Haiku 4.5, p = 0.039), or
+  the Holm-adjusted p with ``verdict="holm"``;
 * acting versus refusing at the actuator: execution accuracy on actionable requests, over-actuation
   rate (share of impossible requests that produced at least one call) and the substitution share
   (of the wrong devices acted on, the share that were real devices of the site, not invented ids);
-* routing policies (all on the reference; the reference for the generative sites only; the best
-  model per site, ties to the smaller; the single cheapest model), each with routed accuracy
-  weighted by the sites' shares of calls, total sweep cost, cost per call and saving.
+* routing policies over hosted and local models (seed 001, Table 3): all sites on one hosted model
+  (each hosted model); a hosted model for the generative sites only, the best local model per site
+  elsewhere (each hosted model); all local, the best local model per site; all local, the one
+  local model with the best routed accuracy. Ties go to the smaller model, then the cheaper, then
+  the name. Each route has its accuracy weighted by the sites' shares of calls, sweep cost, cost
+  per call and saving per call against the all-hosted reference: the reference model's route when
+  one is named (all on it, hosted or not), else the most accurate all-hosted route. Which models
+  are hosted: ``config.is_hosted`` (models.toml ``hosted``, else inferred from provider and pricing).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scipy.stats import binomtest
@@ -58,7 +65,7 @@ class SiteTest:
     only_reference: int
     p_value: float | None
     p_holm: float | None
-    significant: bool
+    significant: bool  # the p named by CallSiteSummary.verdict is below alpha
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,16 @@ class Actuation:
     refused_actionable: int
 
 
+#: routing policy -> how the tables name it ({model}: the route's model)
+POLICY_LABELS: dict[str, str] = {
+    "all_on_reference": "all on the reference ({model})",
+    "all_hosted": "all hosted ({model})",
+    "hosted_generation": "hosted for generation only ({model})",
+    "local_best_per_site": "all local, best per site",
+    "local_single": "all local, one model ({model})",
+}
+
+
 @dataclass(frozen=True)
 class Route:
     policy: str
@@ -83,8 +100,11 @@ class Route:
     accuracy: float | None
     cost_usd: float
     cost_per_call: float | None  # under the sites' call mix (the weights)
-    saving: float | None  # fraction of the all-on-reference cost per call saved
+    saving: float | None  # fraction of the base route's cost per call saved
     note: str = ""
+    model: str | None = None  # the hosted model of an all-hosted or generation-only route; the one local model
+    label: str = ""  # e.g. "hosted for generation only (haiku)"
+    base: bool = False  # the all-hosted reference the savings are measured against
 
 
 @dataclass(frozen=True)
@@ -100,6 +120,11 @@ class CallSiteSummary:
     routing: list[Route]
     groups: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)  # site/group -> model -> acc
     warnings: tuple[str, ...] = ()
+    verdict: str = "raw"  # which McNemar p decides "differs": "raw" (exact) or "holm" (adjusted)
+
+
+#: which McNemar p the paired verdict reads (--agentfloor-callsite-verdict)
+VERDICTS: tuple[str, ...] = ("raw", "holm")
 
 
 def wilson(k: float, n: int, alpha: float) -> tuple[float | None, float | None]:
@@ -155,8 +180,13 @@ def _mean(xs: list[float]) -> float | None:
 
 def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None = None, *,
               reference: str | None = None, alpha: float = 0.05,
-              weights: Mapping[str, float] | None = None) -> CallSiteSummary | None:
-    """Every call-site statistic; None when there is no call-site record."""
+              weights: Mapping[str, float] | None = None, verdict: str = "raw") -> CallSiteSummary | None:
+    """Every call-site statistic; None when there is no call-site record.
+
+    ``verdict``: "raw" (the exact McNemar p decides, as in seed 001) or "holm" (the Holm-adjusted p).
+    """
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
     recs = callsite_records(records)
     if not recs:
         return None
@@ -230,9 +260,9 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
 
     return CallSiteSummary(
         sites=sites, models=models, reference=reference, alpha=alpha, weights=w, accuracy=accuracy,
-        tests=_tests(recs, sites, models, reference, alpha), actuation=_actuation(recs, models, alpha),
+        tests=_tests(recs, sites, models, reference, alpha, verdict), actuation=_actuation(recs, models, alpha),
         routing=_routing(accuracy, sites, models, reference, w, meta, cases_per_site, total_cases),
-        groups=dict(sorted(groups.items())), warnings=tuple(warnings))
+        groups=dict(sorted(groups.items())), warnings=tuple(warnings), verdict=verdict)
 
 
 def _key(r: Mapping[str, Any]) -> tuple[str, str, str, int]:
@@ -240,7 +270,7 @@ def _key(r: Mapping[str, Any]) -> tuple[str, str, str, int]:
 
 
 def _tests(recs: list[Mapping[str, Any]], sites: tuple[str, ...], models: tuple[str, ...], reference: str | None,
-           alpha: float) -> list[SiteTest]:
+           alpha: float, verdict: str = "raw") -> list[SiteTest]:
     if reference is None:
         return []
     ok = [r for r in recs if not r.get("infra_error")]
@@ -262,8 +292,9 @@ def _tests(recs: list[Mapping[str, Any]], sites: tuple[str, ...], models: tuple[
             if n == 0:
                 continue
             ph = next(adj) if p is not None else None
+            decisive = ph if verdict == "holm" else p
             out.append(SiteTest(site=s, model=m, reference=reference, n_pairs=n, only_model=b, only_reference=c,
-                                p_value=p, p_holm=ph, significant=ph is not None and ph < alpha))
+                                p_value=p, p_holm=ph, significant=decisive is not None and decisive < alpha))
     return out
 
 
@@ -293,45 +324,65 @@ def _actuation(recs: list[Mapping[str, Any]], models: tuple[str, ...], alpha: fl
 def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], models: tuple[str, ...],
              reference: str | None, w: dict[str, float], meta: Mapping[str, Mapping[str, Any]],
              cases_per_site: dict[str, int], total_cases: int) -> list[Route]:
+    from ..config import is_hosted
+
     def cell(s: str, m: str) -> SiteAccuracy | None:
         """The (site, model) cell if it has a scored accuracy."""
         c = acc[s].get(m)
         return c if c is not None and c.accuracy is not None else None
 
-    def route(policy: str, assignment: dict[str, str], note: str = "") -> Route:
-        cs = [cell(s, assignment[s]) for s in sites]
+    def route(policy: str, assignment: dict[str, str | None], model: str | None = None, note: str = "") -> Route:
+        label = POLICY_LABELS.get(policy, policy).format(model=model)
+        cs = [cell(s, m) if m is not None else None for s, m in assignment.items()]
         if any(c is None for c in cs):
-            return Route(policy, assignment, None, 0.0, None, None, note or "a chosen model lacks records at a site")
+            lacking = next(s for s, c in zip(assignment, cs) if c is None)
+            why = (f"no local model has records at {lacking}" if assignment[lacking] is None
+                   else f"{assignment[lacking]} has no scored records at {lacking}")
+            return Route(policy, {s: m or "" for s, m in assignment.items()}, None, 0.0, None, None,
+                         note or why, model, label)
         full = [(s, c) for s, c in zip(sites, cs) if c is not None]
         a = sum(w[s] * float(c.accuracy or 0.0) for s, c in full)
         cost = sum(c.cost_usd for _, c in full)
         # a call under the mix: each site's mean cost per call, weighted by its share of calls
         per_call = sum(w[s] * c.cost_usd / c.n_cases for s, c in full if c.n_cases)
-        return Route(policy, assignment, a, cost, per_call, None, note)
+        return Route(policy, {s: str(m) for s, m in assignment.items()}, a, cost, per_call, None, note, model, label)
+
+    def rank(m: str, accuracy: float | None, cost: float) -> tuple[float, float, float, str]:
+        return (-float(accuracy or 0.0), _size(meta, m), cost, m)
 
     def best(s: str, among: tuple[str, ...]) -> str | None:
         """Most accurate at site s; ties to the smaller model, then the cheaper, then the name."""
-        ranked = [(-float(c.accuracy or 0.0), _size(meta, m), c.cost_usd, m)
-                  for m in among if (c := cell(s, m)) is not None]
+        ranked = [rank(m, c.accuracy, c.cost_usd) for m in among if (c := cell(s, m)) is not None]
         return min(ranked)[3] if ranked else None
 
+    hosted = tuple(m for m in models if is_hosted(meta.get(m) or {}))
+    local = tuple(m for m in models if m not in hosted)
+    everywhere = {m: route("all_hosted", {s: m for s in sites}, m) for m in hosted}
+    order = sorted(hosted, key=lambda m: rank(m, everywhere[m].accuracy, everywhere[m].cost_usd))
     routes: list[Route] = []
+    if reference is not None and reference not in hosted:
+        routes.append(route("all_on_reference", {s: reference for s in sites}, reference))
+    routes += [everywhere[m] for m in order]
+    local_best = {s: best(s, local) for s in sites}
+    if any(s in GENERATIVE_SITES for s in sites):
+        for m in order:
+            routes.append(route("hosted_generation", {s: m if s in GENERATIVE_SITES else local_best[s]
+                                                      for s in sites}, m))
+    if local:
+        routes.append(route("local_best_per_site", local_best))
+        covering = [m for m in local if all(cell(s, m) is not None for s in sites)]
+        if covering:
+            one = {m: route("local_single", {s: m for s in sites}, m) for m in covering}
+            routes.append(one[min(covering, key=lambda m: rank(m, one[m].accuracy, one[m].cost_usd))])
+        else:
+            routes.append(Route("local_single", {}, None, 0.0, None, None, "no local model has records at every site",
+                                None, POLICY_LABELS["local_single"].format(model="none")))
     if reference is not None:
-        routes.append(route("all_on_reference", {s: reference for s in sites}))
-        others = tuple(m for m in models if m != reference) or (reference,)
-        assign = {s: reference if s in GENERATIVE_SITES else (best(s, others) or reference) for s in sites}
-        routes.append(route("reference_for_generative", assign))
-    assign_best = {s: best(s, models) for s in sites}
-    if all(assign_best.values()):
-        routes.append(route("best_per_site", {s: str(m) for s, m in assign_best.items()}))
-    covering = [m for m in models if all(cell(s, m) is not None for s in sites)]
-    if covering:
-        one = {m: route("single_cheapest", {s: m for s in sites}) for m in covering}
-        cheapest = min(covering, key=lambda m: (one[m].cost_usd, -(one[m].accuracy or 0.0), _size(meta, m), m))
-        routes.append(one[cheapest])
-    base = next((r for r in routes if r.policy == "all_on_reference"), None)
-    if base is not None and base.cost_per_call:
-        routes = [Route(r.policy, r.assignment, r.accuracy, r.cost_usd, r.cost_per_call,
-                        None if r.cost_per_call is None else 1 - r.cost_per_call / base.cost_per_call, r.note)
-                  for r in routes]
-    return routes
+        base = next((r for r in routes if r.model == reference and r.policy in ("all_on_reference", "all_hosted")),
+                    None)
+    else:
+        base = next((everywhere[m] for m in order if everywhere[m].accuracy is not None), None)
+    if base is None or not base.cost_per_call:
+        return [r if r is not base else replace(r, base=True) for r in routes]
+    return [replace(r, saving=None if r.cost_per_call is None else 1 - r.cost_per_call / base.cost_per_call,
+                    base=r is base) for r in routes]

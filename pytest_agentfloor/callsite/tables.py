@@ -5,15 +5,8 @@ from __future__ import annotations
 from html import escape
 
 from ..report.files import DASH, TextTable, ci_pct, pct, pval, tokens, usd
+from ..render import safe_text
 from .stats import CallSiteSummary
-
-POLICY_TEXT = {
-    "all_on_reference": "all sites on the reference",
-    "reference_for_generative": "reference for planner and codegen only, best other model elsewhere",
-    "best_per_site": "best model per site (ties to the smaller)",
-    "single_cheapest": "single cheapest model",
-}
-
 
 def accuracy_table(s: CallSiteSummary) -> TextTable:
     level = f"{100 * (1 - s.alpha):g}%"
@@ -36,13 +29,19 @@ def accuracy_table(s: CallSiteSummary) -> TextTable:
 def mcnemar_table(s: CallSiteSummary) -> TextTable | None:
     if s.reference is None:
         return None
-    t = TextTable("callsite_mcnemar", f"Call sites: exact McNemar against {s.reference} (Holm across sites)",
-                  ["model", "site", "pairs", "only model", "only ref", "p", "p (Holm)", "differs"], "llrrrrrl")
+    holm = s.verdict == "holm"
+    t = TextTable("callsite_mcnemar", f"Call sites: McNemar against {s.reference} "
+                  f"(verdict: {'Holm-adjusted' if holm else 'exact'} p)",
+                  ["model", "site", "pairs", "only model", "only ref", "p (exact)", "p (Holm)", "differs"],
+                  "llrrrrrl")
     for test in s.tests:
         t.add([test.model, test.site, str(test.n_pairs), str(test.only_model), str(test.only_reference),
                pval(test.p_value), pval(test.p_holm), "yes" if test.significant else "no"],
               [""] * 7 + ["no" if test.significant else "yes"])
-    t.notes.append(f"Two-sided exact McNemar on the discordant pairs; 'differs' = Holm-adjusted p < {s.alpha:g}.")
+    which = ("the Holm-adjusted p (Holm across the sites of each model)" if holm else
+             "the exact p, unadjusted, as seed 001 reports it (--agentfloor-callsite-verdict holm: the Holm-adjusted p)")
+    t.notes.append(f"Two-sided exact McNemar on the discordant pairs; p (Holm): adjusted across the sites of each "
+                   f"model. 'differs' = {which} < {s.alpha:g}.")
     return t
 
 
@@ -64,26 +63,28 @@ def actuation_table(s: CallSiteSummary) -> TextTable | None:
     return t
 
 
-POLICY_SHORT = {"all_on_reference": "all-ref", "reference_for_generative": "ref-gen", "best_per_site": "best",
-                "single_cheapest": "cheapest"}
-
-
 def routing_table(s: CallSiteSummary) -> TextTable:
-    t = TextTable("callsite_routing", "Call sites: routing policies",
-                  ["policy", "routed acc.", "sweep $", "$/call", "saving"], "lrrrr")
+    t = TextTable("callsite_routing", "Call sites: routing policies over hosted and local models",
+                  ["policy", "routed acc.", "sweep $", "$/call", "saving", "note"], "lrrrrl")
     for r in s.routing:
-        t.add([POLICY_SHORT.get(r.policy, r.policy), pct(r.accuracy), usd(r.cost_usd), usd(r.cost_per_call),
-               pct(r.saving)])
+        t.add([r.label or r.policy, pct(r.accuracy), usd(r.cost_usd), usd(r.cost_per_call), pct(r.saving),
+               ("savings base" if r.base else "") + ("; " if r.base and r.note else "") + r.note])
     weights = ", ".join(f"{site} {100 * w:.0f}%" for site, w in s.weights.items())
+    base = next((r.label for r in s.routing if r.base), None)
     t.notes.append(f"Routed accuracy and $/call weight each site by its share of calls ({weights}); sweep $: "
-                   "every case once. Saving: per call, against all-ref. "
-                   + "; ".join(f"{POLICY_SHORT[k]}: {v}" for k, v in POLICY_TEXT.items()) + ".")
+                   "every case once. Saving: per call, against "
+                   + (base if base else "no all-hosted route (no hosted model with records at every site)") + ". "
+                   "Generation only: planner and codegen on the hosted model, every other site on its best "
+                   "local model. Ties go to the smaller model, then the cheaper. Hosted or local: models.toml "
+                   "'hosted', else inferred from provider and pricing (docs/callsite.md).")
     return t
 
 
 def assignment_table(s: CallSiteSummary) -> TextTable:
     t = TextTable("callsite_assignment", "Call sites: which model each routing policy puts on each site",
-                  ["site", *[POLICY_SHORT.get(r.policy, r.policy) for r in s.routing]], "l" * (1 + len(s.routing)))
+                  # labels carry model names from stored records: no control character reaches a header
+                  ["site", *[safe_text(r.label or r.policy, multiline=False) for r in s.routing]],
+                  "l" * (1 + len(s.routing)))
     for site in s.sites:
         t.add([site, *[r.assignment.get(site) or DASH for r in s.routing]])
     return t
@@ -100,10 +101,10 @@ def group_table(s: CallSiteSummary) -> TextTable:
 #: columns the terminal may drop, in this order, to fit its width (report files keep them all)
 TERMINAL_OPTIONAL: dict[str, tuple[str, ...]] = {
     "callsite_accuracy": ("spend share", "mean tok in", "infra", "passed", "sweep $"),
-    "callsite_mcnemar": ("p", "pairs"),
+    "callsite_mcnemar": ("pairs", "only model", "only ref"),
     "callsite_actuation": ("refused actionable", "hallucinated", "substitutions", "exec CI", "over CI",
                            "actionable", "impossible"),
-    "callsite_routing": ("$/call", "saving", "sweep $"),
+    "callsite_routing": ("note", "$/call", "saving", "sweep $"),
 }
 
 

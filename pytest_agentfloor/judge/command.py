@@ -33,7 +33,7 @@ def open_judge(name: str, models_file: Path, report_dir: Path, cache_mode: str =
         where = str(models_file) if models_file.exists() else f"built-ins only (no {models_file})"
         raise JudgeSetupError(f"--judge: unknown model {name!r} ({where}); configured: {', '.join(sorted(models))}")
     config = models[name]
-    if config.provider in ("scripted", "replay"):
+    if config.provider in ("scripted", "replay", "recorded"):
         raise JudgeSetupError(f"--judge: {name!r} is a {config.provider} model and cannot judge text; "
                               "name an openai, ollama or local model")
     if config.api_key_env and not os.environ.get(config.api_key_env):

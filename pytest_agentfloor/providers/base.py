@@ -50,6 +50,7 @@ class Reply:
     #: without time spent queued behind other requests; None when the server does not report it
     busy_s: float | None = None
     reasoning_tokens: int | None = None  # where the server reports them (part of tokens_out)
+    cost_usd: float | None = None  # the call's cost as its source recorded it (recorded outputs); None: priced
 
 
 def busy_seconds(*parts: object, scale: float) -> float | None:
@@ -379,6 +380,7 @@ _REGISTRY: dict[str, str] = {
     "openai": "pytest_agentfloor.providers.openai_chat:OpenAIProvider",
     "ollama": "pytest_agentfloor.providers.ollama_chat:OllamaProvider",
     "local": "pytest_agentfloor.providers.local:LocalProvider",
+    "recorded": "pytest_agentfloor.providers.recorded:RecordedProvider",
 }
 
 

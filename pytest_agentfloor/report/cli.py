@@ -31,6 +31,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default=None, metavar="MODEL", help="reference model for the paired tests")
     p.add_argument("--callsite-weights", default="", metavar="SITE=W,...",
                    help="relative call frequency per call site for routed accuracy, e.g. intent=10,actuator=3")
+    p.add_argument("--callsite-verdict", choices=("raw", "holm"), default="raw",
+                   help="which McNemar p decides 'differs' in the call-site paired table: raw = exact (seed 001), "
+                        "holm = Holm-adjusted (default raw)")
     p.add_argument("--margin", type=float, default=10.0, metavar="PP",
                    help="non-inferiority/equivalence margin in percentage points (default 10)")
     p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
@@ -109,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..callsite.stats import parse_weights
 
     try:
-        section_options = {"callsite_weights": parse_weights(args.callsite_weights)}
+        section_options = {"callsite_weights": parse_weights(args.callsite_weights),
+                           "callsite_verdict": args.callsite_verdict}
     except ValueError as exc:
         print(f"{prog}: error: --callsite-weights: {exc}", file=sys.stderr)
         return 2

@@ -98,7 +98,10 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str
 
 
 def model_meta_view(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The part of a model's (public) config that reports use: size, provider and pricing."""
+    """The part of a model's (public) config that reports use: size, provider, pricing and whether it is
+    hosted (stated, or inferred from provider, base_url and pricing: config.is_hosted)."""
+    from ..config import is_hosted
+
     cfg = dict(config or {})
     pb = cfg.get("params_b")
     pricing = cfg.get("pricing") or {}
@@ -106,6 +109,7 @@ def model_meta_view(config: Mapping[str, Any] | None) -> dict[str, Any]:
         "params_b": None if pb is None else float(pb),
         "provider": None if cfg.get("provider") is None else str(cfg["provider"]),
         "pricing": {str(k): float(v) for k, v in sorted(pricing.items()) if v is not None},
+        "hosted": is_hosted(cfg),
     }
 
 

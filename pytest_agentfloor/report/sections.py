@@ -40,7 +40,8 @@ def _builtin() -> None:
 
         register_section(ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha, options:
                                        stats.summarise(recs, meta, reference=reference, alpha=alpha,
-                                                       weights=options.get("callsite_weights")),
+                                                       weights=options.get("callsite_weights"),
+                                                       verdict=options.get("callsite_verdict") or "raw"),
                                        tables.tables, tables.scatter_svg, tables.TERMINAL_OPTIONAL,
                                        frozenset({"callsite_groups"})))
     if "pressure" not in SECTIONS:

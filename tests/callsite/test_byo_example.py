@@ -96,7 +96,7 @@ def test_own_call_sites_with_a_builtin_and_a_hook_grader(project: pytest.Pyteste
     result.stdout.fnmatch_lines(["*Call sites: accuracy per site and model*", "*ticket_router*good*100.0%*"])
     summary = json.loads((project.path / "reports" / "summary.json").read_text())["callsite"]
     assert summary["sites"] == ["ticket_router", "ticket_summary"]
-    assert {r["policy"] for r in summary["routing"]} >= {"all_on_reference", "best_per_site"}
+    assert {r["policy"] for r in summary["routing"]} >= {"all_on_reference", "local_best_per_site"}
 
 
 def test_a_table_naming_an_unregistered_grader_fails_its_items_with_a_hint(project: pytest.Pytester) -> None:

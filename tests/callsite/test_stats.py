@@ -94,27 +94,49 @@ def test_acting_versus_refusing() -> None:
     assert a.refused_actionable == 1
 
 
+def routes(s) -> dict:
+    return {(x.policy, x.model): x for x in s.routing}
+
+
 def test_routing_policies_by_hand() -> None:
     # sites: intent (4 cases), planner (4 cases); weights 1/2 each by default (equal per case)
     recs = (site_records("ref", "intent", [True] * 4, cost=0.01) + site_records("ref", "planner", [True] * 4, cost=0.10)
             + site_records("small", "intent", [True] * 4) + site_records("small", "planner", [True, False, False, False])
             + site_records("mid", "intent", [True] * 4) + site_records("mid", "planner", [True, True, True, False]))
-    meta = {"ref": {"params_b": None}, "small": {"params_b": 1}, "mid": {"params_b": 8}}
+    meta = {"ref": {"params_b": None, "hosted": True}, "small": {"params_b": 1}, "mid": {"params_b": 8}}
     s = summarise(recs, meta, reference="ref")
-    r = {x.policy: x for x in s.routing}
-    assert r["all_on_reference"].cost_usd == pytest.approx(0.44)
-    assert r["all_on_reference"].accuracy == 1.0 and r["all_on_reference"].saving == 0.0
-    assert r["all_on_reference"].cost_per_call == pytest.approx(0.44 / 8)
-    # generative site (planner) stays on the reference, intent goes to the best other model, tie -> smaller
-    assert r["reference_for_generative"].assignment == {"intent": "small", "planner": "ref"}
-    assert r["reference_for_generative"].cost_usd == pytest.approx(0.40)
-    assert r["reference_for_generative"].saving == pytest.approx(1 - 0.40 / 0.44)
-    # best per site: intent tie among all three -> the smallest known size; planner -> ref (100%)
-    assert r["best_per_site"].assignment == {"intent": "small", "planner": "ref"}
-    # cheapest: small and mid cost 0; tie broken by routed accuracy (mid 0.875 > small 0.625)
-    assert r["single_cheapest"].assignment == {"intent": "mid", "planner": "mid"}
-    assert r["single_cheapest"].accuracy == pytest.approx(0.5 * 1.0 + 0.5 * 0.75)
-    assert r["single_cheapest"].saving == 1.0
+    r = routes(s)
+    assert list(r) == [("all_hosted", "ref"), ("hosted_generation", "ref"), ("local_best_per_site", None),
+                       ("local_single", "mid")]
+    hosted = r[("all_hosted", "ref")]
+    assert hosted.cost_usd == pytest.approx(0.44) and hosted.base and hosted.label == "all hosted (ref)"
+    assert hosted.accuracy == 1.0 and hosted.saving == 0.0
+    assert hosted.cost_per_call == pytest.approx(0.44 / 8)
+    # generative site (planner) on the hosted model, intent on the best local model, tie -> smaller
+    gen = r[("hosted_generation", "ref")]
+    assert gen.assignment == {"intent": "small", "planner": "ref"}
+    assert gen.cost_usd == pytest.approx(0.40)
+    assert gen.saving == pytest.approx(1 - 0.40 / 0.44)
+    # all local: the hosted model is never chosen, though it is the most accurate planner
+    best = r[("local_best_per_site", None)]
+    assert best.assignment == {"intent": "small", "planner": "mid"}
+    assert best.accuracy == pytest.approx(0.5 * 1.0 + 0.5 * 0.75) and best.saving == 1.0
+    # one local model: the best routed accuracy (mid 0.875 > small 0.625)
+    one = r[("local_single", "mid")]
+    assert one.assignment == {"intent": "mid", "planner": "mid"} and one.label == "all local, one model (mid)"
+    assert one.accuracy == pytest.approx(0.875) and one.saving == 1.0
+
+
+def test_without_a_hosted_model_the_savings_base_is_the_reference() -> None:
+    recs = (site_records("ref", "intent", [True] * 2, cost=0.02) + site_records("cheap", "intent", [True, False]))
+    s = summarise(recs, {"cheap": {"params_b": 1}}, reference="ref")  # no pricing meta: both local
+    r = routes(s)
+    assert r[("all_on_reference", "ref")].base and r[("all_on_reference", "ref")].saving == 0.0
+    assert ("all_hosted", "ref") not in r
+    assert r[("local_best_per_site", None)].assignment == {"intent": "ref"}
+    assert r[("local_single", "ref")].saving == 0.0
+    # no reference and no hosted model: no savings at all
+    assert all(x.saving is None and not x.base for x in summarise(recs).routing)
 
 
 def test_routing_weights_are_configurable() -> None:
@@ -128,11 +150,12 @@ def test_cost_per_call_and_saving_follow_the_call_mix() -> None:
     # intent: 2 cases at $0.01 per call on ref; codegen: 2 cases at $0.10; the agent calls intent 9x as often
     recs = (site_records("ref", "intent", [True] * 2, cost=0.01) + site_records("ref", "codegen", [True] * 2, cost=0.10)
             + site_records("free", "intent", [True] * 2) + site_records("free", "codegen", [False, True]))
-    s = summarise(recs, {"free": {"params_b": 1}}, reference="ref", weights={"intent": 9, "codegen": 1})
-    r = {x.policy: x for x in s.routing}
-    assert r["all_on_reference"].cost_usd == pytest.approx(0.22)  # the sweep: every case once
-    assert r["all_on_reference"].cost_per_call == pytest.approx(0.9 * 0.01 + 0.1 * 0.10)
-    gen = r["reference_for_generative"]
+    s = summarise(recs, {"ref": {"hosted": True}, "free": {"params_b": 1}}, reference="ref",
+                  weights={"intent": 9, "codegen": 1})
+    r = routes(s)
+    assert r[("all_hosted", "ref")].cost_usd == pytest.approx(0.22)  # the sweep: every case once
+    assert r[("all_hosted", "ref")].cost_per_call == pytest.approx(0.9 * 0.01 + 0.1 * 0.10)
+    gen = r[("hosted_generation", "ref")]
     assert gen.assignment == {"intent": "free", "codegen": "ref"}
     assert gen.cost_per_call == pytest.approx(0.1 * 0.10)
     assert gen.saving == pytest.approx(1 - 0.010 / 0.019)
@@ -154,3 +177,55 @@ def test_hostile_names_from_stored_records_are_rendered_inert() -> None:
     assert "<script>" not in html and "\x1b" not in html
     assert "<script>" not in md and "\x1b" not in md
     assert "\x1b[31m" not in text
+
+
+# seed 001, Table 2: Gemma4 26B against Claude Haiku 4.5, discordant split (local only / hosted only) per site
+TABLE2_HAIKU = {"intent": (4, 0, 0.125), "ha_action": (1, 0, 1.000), "actuator": (6, 4, 0.754),
+                "planner": (5, 2, 0.453), "codegen": (1, 8, 0.039)}
+
+
+def paired_records(a: str, b: str, site: str, only_a: int, only_b: int, both: int = 3, neither: int = 1) -> list[dict]:
+    outcomes = [(True, True)] * both + [(True, False)] * only_a + [(False, True)] * only_b + [(False, False)] * neither
+    return ([rec(a, site, f"{site}-{i:02d}", x) for i, (x, _) in enumerate(outcomes)]
+            + [rec(b, site, f"{site}-{i:02d}", y) for i, (_, y) in enumerate(outcomes)])
+
+
+def table2_records() -> list[dict]:
+    return [r for site, (x, y, _) in TABLE2_HAIKU.items() for r in paired_records("gemma4-26b", "haiku", site, x, y)]
+
+
+def test_mcnemar_raw_exact_p_reproduces_seed_001_table_2_and_is_the_default_verdict() -> None:
+    s = summarise(table2_records(), reference="haiku")
+    assert s.verdict == "raw"
+    tests = {t.site: t for t in s.tests}
+    for site, (x, y, paper_p) in TABLE2_HAIKU.items():
+        t = tests[site]
+        assert (t.only_model, t.only_reference) == (x, y)
+        assert t.p_value == pytest.approx(binomtest(x, x + y, 0.5).pvalue)  # the exact test is the binomial one
+        assert round(t.p_value, 3) == paper_p
+    # the paper's headline: codegen separates the local model from the small hosted one at p = 0.039
+    assert tests["codegen"].significant is True
+    assert [t.site for t in s.tests if t.significant] == ["codegen"]
+    # Holm over five sites: 5 x 0.039 = 0.195 (the issue's "not significant" reading)
+    assert tests["codegen"].p_holm == pytest.approx(5 * binomtest(1, 9, 0.5).pvalue)
+    assert round(tests["codegen"].p_holm, 3) == 0.195
+
+
+def test_mcnemar_holm_verdict_is_a_named_choice() -> None:
+    s = summarise(table2_records(), reference="haiku", verdict="holm")
+    assert s.verdict == "holm" and not any(t.significant for t in s.tests)
+    with pytest.raises(ValueError, match="verdict must be one of raw, holm"):
+        summarise(table2_records(), reference="haiku", verdict="bonferroni")
+
+
+def test_mcnemar_table_prints_both_p_values_and_names_the_verdict() -> None:
+    from pytest_agentfloor.callsite.tables import mcnemar_table
+
+    raw = mcnemar_table(summarise(table2_records(), reference="haiku"))
+    assert raw.headers[5:8] == ["p (exact)", "p (Holm)", "differs"]
+    codegen = next(row for row in raw.rows if row[1] == "codegen")
+    assert codegen[5:8] == ["0.039", "0.195", "yes"]
+    assert "(verdict: exact p)" in raw.title and "the exact p, unadjusted" in raw.notes[0]
+    holm = mcnemar_table(summarise(table2_records(), reference="haiku", verdict="holm"))
+    assert next(row for row in holm.rows if row[1] == "codegen")[7] == "no"
+    assert "(verdict: Holm-adjusted p)" in holm.title

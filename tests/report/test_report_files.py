@@ -277,10 +277,10 @@ def test_stringified_properties_are_coerced() -> None:
     assert clean["failure_mode"] in (None, *MODES)
 
 
-def test_models_meta_from_records_keeps_size_provider_and_pricing_only(records: list[dict]) -> None:
+def test_models_meta_from_records_keeps_size_provider_pricing_and_hosted_only(records: list[dict]) -> None:
     meta = models_meta_from_records(records)
     assert sorted(meta) == sorted(MODELS)
-    assert meta["mid-8b"] == {"params_b": 8.0, "provider": "ollama", "pricing": {"hourly_usd": 0.5}}
+    assert meta["mid-8b"] == {"params_b": 8.0, "provider": "ollama", "pricing": {"hourly_usd": 0.5}, "hosted": False}
     assert meta["frontier"]["params_b"] is None
     assert models_meta_from_records(compact(records)) == {}
     changed = [dict(r, config=dict(r["config"], params_b=9.0)) for r in records if r["model"] == "mid-8b"][:3]
