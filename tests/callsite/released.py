@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_agentfloor.callsite.graders import GRADERS
 from pytest_agentfloor.callsite.parsers import first_word
-from pytest_agentfloor.callsite.schema import Action, CallSiteCase, PlannerGold
+from pytest_agentfloor.callsite.schema import Action, CallSiteCase, CodegenGold, PlannerGold
 
 DATA = Path(__file__).parent / "data"
 #: their call-site name -> ours
@@ -99,3 +99,23 @@ def planner_verdicts() -> list[tuple[str, str, bool, bool]]:
     recs = load("slm_callsite_planner_records.jsonl") + load("slm_callsite_planner_infeasible.jsonl")
     return [(r["case_id"], r["model"], r["passed"], GRADERS["planner"](cs[r["case_id"]], r["output"]).passed)
             for r in recs]
+
+
+def codegen_cases(parser: str) -> dict[str, CallSiteCase]:
+    """Their 50 codegen ("dynamic") cases; the keys are the dict form, so their structural checks apply."""
+    out = {}
+    for k in load("slm_callsite_codegen_keys.jsonl"):
+        cid, exp = k["case_id"], k["expected"]
+        gold = CodegenGold(functions=exp["functions"], must_contain=exp["must_contain"],
+                           must_not_contain=exp.get("must_not_contain", []))
+        out[cid] = CallSiteCase(id=cid, site="codegen", grader="codegen", group=cid.split("-")[1], system_prompt="",
+                                prompt="", reference="", content_hash="released", parser=parser, installation=None,
+                                code=gold)
+    return out
+
+
+def codegen_verdicts(parser: str) -> list[tuple[str, str, bool, bool]]:
+    """(case id, model, their verdict, ours under the parser) for every released codegen record."""
+    cs = codegen_cases(parser)
+    return [(r["case_id"], r["model"], r["passed"], GRADERS["codegen"](cs[r["case_id"]], r["output"]).passed)
+            for r in load("slm_callsite_codegen_records.jsonl")]
