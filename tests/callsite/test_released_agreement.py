@@ -129,14 +129,15 @@ PLANNER_DEVIATIONS: dict[tuple[str, str], str] = {
 }
 
 
-def test_the_planner_fixture_is_their_keys_and_real_records_of_four_models() -> None:
+def test_the_planner_fixture_is_their_keys_and_real_records_of_six_models() -> None:
     keys = load("slm_callsite_planner_keys.jsonl")
     assert len(keys) == 50 and all(k["source"] == "benchmark/planner_grounded.jsonl" for k in keys)
     groups = Counter(k["case_id"].split("-")[1] for k in keys)
     assert groups == {"entity": 8, "topic": 5, "reusetopic": 10, "reuseagent": 7, "schedule": 5, "chain": 4,
                       "create": 6, "infeasible": 5}
     recs = load("slm_callsite_planner_records.jsonl")
-    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "openai:gemma4:12b", "openai:gemma4:e2b"}
+    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b",
+                                          "openai:gemma4:e2b", "openai:qwen3.5:2b"}
     assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 50
     assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
     assert Counter(r["passed"] for r in recs)[False] >= 10  # the sample holds their failures, not only passes
