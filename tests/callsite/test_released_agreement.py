@@ -198,15 +198,15 @@ CODEGEN_DEVIATIONS: dict[tuple[str, str], str] = {
 }
 
 
-def test_the_codegen_fixture_is_their_keys_and_real_records_of_three_models() -> None:
+def test_the_codegen_fixture_is_their_keys_and_real_records_of_four_models() -> None:
     keys = load("slm_callsite_codegen_keys.jsonl")
     assert len(keys) == 50 and all(k["source"] == "waldiez/wactorz eval/dynamic_strict.jsonl" for k in keys)
     assert Counter(k["case_id"].split("-")[1] for k in keys) == {
         "subscribe": 7, "publish": 5, "task": 6, "state": 5, "window": 4, "oneshot": 3, "cleanup": 3, "contract": 3,
         "blocking": 4, "llm": 3, "schema": 4, "poll": 3}
     recs = load("slm_callsite_codegen_records.jsonl")
-    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "openai:gemma4:12b"}
-    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 25
+    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b"}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 30
     assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
 
 
