@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_agentfloor.callsite.graders import GRADERS
 from pytest_agentfloor.callsite.parsers import first_word
-from pytest_agentfloor.callsite.schema import Action, CallSiteCase
+from pytest_agentfloor.callsite.schema import Action, CallSiteCase, CodegenGold, PlannerGold
 
 DATA = Path(__file__).parent / "data"
 #: their call-site name -> ours
@@ -70,3 +70,52 @@ def agreement(parser: str) -> dict[str, tuple[int, int]]:
         tally[site][0] += theirs == ours
         tally[site][1] += 1
     return {s: (a, n) for s, (a, n) in tally.items()}
+
+
+def planner_cases() -> dict[str, CallSiteCase]:
+    """Their 50 planner cases (``benchmark/planner_grounded.jsonl``), keys only: the deployed parser reads no
+    registry. A list key is shape only; a dict adds ``must_contain`` / ``must_not_contain`` (a nested list: any
+    one of); the ``infeasible`` sub-group is a refusal, as seed 001 scores it (our deliberate deviation 1)."""
+    out = {}
+    for k in load("slm_callsite_planner_keys.jsonl"):
+        cid, exp = k["case_id"], k["expected"]
+        group = cid.split("-")[1]
+        if group == "infeasible":
+            gold = PlannerGold(refuse=True)
+        elif isinstance(exp, list):
+            gold = PlannerGold(allowed_types=exp)
+        else:
+            gold = PlannerGold(allowed_types=exp["types"], must_contain=exp.get("must_contain", []),
+                               must_not_contain=exp.get("must_not_contain", []))
+        out[cid] = CallSiteCase(id=cid, site="planner", grader="planner", group=group, system_prompt="", prompt="",
+                                reference="[]", content_hash="released", parser="deployed", installation=None,
+                                plan=gold)
+    return out
+
+
+def planner_verdicts() -> list[tuple[str, str, bool, bool]]:
+    """(case id, model, their verdict, ours under the deployed parser) for every released planner record."""
+    cs = planner_cases()
+    recs = load("slm_callsite_planner_records.jsonl") + load("slm_callsite_planner_infeasible.jsonl")
+    return [(r["case_id"], r["model"], r["passed"], GRADERS["planner"](cs[r["case_id"]], r["output"]).passed)
+            for r in recs]
+
+
+def codegen_cases(parser: str) -> dict[str, CallSiteCase]:
+    """Their 50 codegen ("dynamic") cases; the keys are the dict form, so their structural checks apply."""
+    out = {}
+    for k in load("slm_callsite_codegen_keys.jsonl"):
+        cid, exp = k["case_id"], k["expected"]
+        gold = CodegenGold(functions=exp["functions"], must_contain=exp["must_contain"],
+                           must_not_contain=exp.get("must_not_contain", []))
+        out[cid] = CallSiteCase(id=cid, site="codegen", grader="codegen", group=cid.split("-")[1], system_prompt="",
+                                prompt="", reference="", content_hash="released", parser=parser, installation=None,
+                                code=gold)
+    return out
+
+
+def codegen_verdicts(parser: str) -> list[tuple[str, str, bool, bool]]:
+    """(case id, model, their verdict, ours under the parser) for every released codegen record."""
+    cs = codegen_cases(parser)
+    return [(r["case_id"], r["model"], r["passed"], GRADERS["codegen"](cs[r["case_id"]], r["output"]).passed)
+            for r in load("slm_callsite_codegen_records.jsonl")]

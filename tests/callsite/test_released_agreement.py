@@ -11,6 +11,8 @@ from collections import Counter
 
 import pytest
 
+from pytest_agentfloor.callsite.graders import grade_planner as GRADERS_PLANNER
+from pytest_agentfloor.callsite.graders import GRADERS
 from pytest_agentfloor.callsite.parsers import first_word
 
 from .released import agreement, cases, load, verdicts
@@ -113,3 +115,138 @@ def test_the_infeasible_planner_rule_follows_the_paper_not_the_harness() -> None
         out = grade_planner(case, r["output"])
         assert out.first_failed is not None and out.first_failed.code == "planner.refusal", r["case_id"]
         assert grade_planner(case, "[]").passed  # their harness: False for any empty plan
+
+
+GEMMA26 = "openai:gemma4:26b"
+#: (case, model): planner records on which our verdict differs from their harness's, and why. Each is deliberate
+#: deviation 1 (docs/callsite.md): a plan for a device the home does not have, which their harness passes
+#: because it only checks that the plan avoids the devices the home does have.
+PLANNER_DEVIATIONS: dict[tuple[str, str], str] = {
+    ("planner-infeasible-047", HAIKU): "a thermostat schedule for a home without a thermostat",
+    ("planner-infeasible-048", HAIKU): "locks a front-door lock the home does not have",
+    ("planner-infeasible-047", GEMMA26): "climate.living_room_thermostat: not in the registry",
+    ("planner-infeasible-048", GEMMA26): "lock.front_door: not in the registry",
+}
+
+
+def test_the_planner_fixture_is_their_keys_and_real_records_of_six_models() -> None:
+    keys = load("slm_callsite_planner_keys.jsonl")
+    assert len(keys) == 50 and all(k["source"] == "benchmark/planner_grounded.jsonl" for k in keys)
+    groups = Counter(k["case_id"].split("-")[1] for k in keys)
+    assert groups == {"entity": 8, "topic": 5, "reusetopic": 10, "reuseagent": 7, "schedule": 5, "chain": 4,
+                      "create": 6, "infeasible": 5}
+    recs = load("slm_callsite_planner_records.jsonl")
+    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b",
+                                          "openai:gemma4:e2b", "openai:qwen3.5:2b"}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 50
+    assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
+    assert Counter(r["passed"] for r in recs)[False] >= 10  # the sample holds their failures, not only passes
+
+
+def test_deployed_parser_agrees_with_the_authors_on_the_planner() -> None:
+    """Outside the infeasible rule (deviation 1) every verdict is theirs; the differences are exactly those listed."""
+    from .released import planner_verdicts
+
+    rows = planner_verdicts()
+    differ = {(cid, m) for cid, m, theirs, ours in rows if theirs != ours}
+    assert differ == set(PLANNER_DEVIATIONS)
+    assert all(theirs and not ours for cid, m, theirs, ours in rows if (cid, m) in differ)
+    outside = [(t, o) for cid, _, t, o in rows if "-infeasible-" not in cid]
+    assert len(outside) >= 50 and sum(t == o for t, o in outside) / len(outside) >= 0.98
+    same = sum(t == o for _, _, t, o in rows)
+    print(f"planner: {same}/{len(rows)} agree ({len(outside)} outside the infeasible sub-group, all agree)")
+
+
+def test_released_planner_failures_fail_on_the_harness_rules() -> None:
+    """What their harness fails we fail for the same kind of reason: an unparseable or truncated plan
+    (`planner.format`) or a missing/forbidden entity, topic or agent (`planner.requirements`)."""
+    from .released import planner_cases
+
+    cs = planner_cases()
+    codes = Counter()
+    for r in load("slm_callsite_planner_records.jsonl"):
+        if not r["passed"] and "-infeasible-" not in r["case_id"]:
+            out = GRADERS_PLANNER(cs[r["case_id"]], r["output"])
+            codes[out.first_failed.code] += 1
+    assert set(codes) == {"planner.format", "planner.requirements"}, codes
+    # the truncated E2B plan (800-token cap hit inside a code string) is unreadable, not a wrong plan
+    e2b = next(r for r in load("slm_callsite_planner_records.jsonl")
+               if r["model"] == "openai:gemma4:e2b" and r["case_id"] == "planner-reusetopic-022")
+    assert GRADERS_PLANNER(cs[e2b["case_id"]], e2b["output"]).first_failed.code == "planner.format"
+
+
+def test_either_id_of_the_double_registered_tv_resolves_the_planner_key() -> None:
+    """Their planner keys accept both registrations of one TV (a nested list); so do ours, and only those two."""
+    from .released import planner_cases
+
+    case = planner_cases()["planner-entity-004"]
+    plan = ('[{"name": "tv-off", "type": "scheduled", "description": "23:00", "schedule": {"type": "daily", '
+            '"at": "23:00"}, "publish_topic": "schedule/tv-off/fired"}, {"name": "off", "type": "ha_actuator", '
+            '"description": "TV off", "mqtt_topics": ["schedule/tv-off/fired"], "actions": [{"domain": '
+            '"media_player", "service": "turn_off", "entity_id": "%s"}]}]')
+    for tv in ("media_player.samsung_7_series_55_ue55nu7023", "media_player.tv_samsung_7_series_55"):
+        assert GRADERS_PLANNER(case, plan % tv).passed, tv
+    out = GRADERS_PLANNER(case, plan % "remote.samsung_7_series_55_ue55nu7023")
+    assert not out.passed and out.first_failed.code == "planner.requirements"
+
+
+#: (case, model): codegen records on which our verdict differs from their harness's. Each is deliberate
+#: deviation 2 (docs/callsite.md): the code breaks the running agent in a way their harness does not check.
+CODEGEN_DEVIATIONS: dict[tuple[str, str], str] = {
+    ("dynamic-llm-042", "openai:gemma4:12b"): "subscribes handle_task(agent, payload): the framework calls a "
+                                              "subscription callback with the payload alone (TypeError)",
+}
+
+
+def test_the_codegen_fixture_is_their_keys_and_real_records_of_four_models() -> None:
+    keys = load("slm_callsite_codegen_keys.jsonl")
+    assert len(keys) == 50 and all(k["source"] == "waldiez/wactorz eval/dynamic_strict.jsonl" for k in keys)
+    assert Counter(k["case_id"].split("-")[1] for k in keys) == {
+        "subscribe": 7, "publish": 5, "task": 6, "state": 5, "window": 4, "oneshot": 3, "cleanup": 3, "contract": 3,
+        "blocking": 4, "llm": 3, "schema": 4, "poll": 3}
+    recs = load("slm_callsite_codegen_records.jsonl")
+    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b"}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 30
+    assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
+
+
+def test_deployed_parser_agrees_with_the_authors_on_codegen() -> None:
+    """Every verdict is theirs except the listed run-time-contract failures (deviation 2)."""
+    from .released import codegen_verdicts
+
+    rows = codegen_verdicts("deployed")
+    differ = {(cid, m) for cid, m, theirs, ours in rows if theirs != ours}
+    assert differ == set(CODEGEN_DEVIATIONS)
+    assert all(theirs and not ours for cid, m, theirs, ours in rows if (cid, m) in differ)
+    rest = [(t, o) for cid, m, t, o in rows if (cid, m) not in differ]
+    assert all(t == o for t, o in rest) and len(rest) >= 25
+    print(f"codegen: {len(rows) - len(differ)}/{len(rows)} agree")
+
+
+def test_strict_codegen_parser_is_the_before_figure() -> None:
+    """The strict parser fails working agents that import the standard library at module level (issue 25, 7)."""
+    from .released import codegen_cases, codegen_verdicts
+
+    rows = codegen_verdicts("strict")
+    one_way = {(t, o) for cid, m, t, o in rows if t != o and (cid, m) not in CODEGEN_DEVIATIONS}
+    assert one_way == {(True, False)}
+    assert sum(t == o for _, _, t, o in rows) < sum(t == o for _, _, t, o in codegen_verdicts("deployed"))
+    cs = codegen_cases("strict")
+    stdlib_first = [r for r in load("slm_callsite_codegen_records.jsonl")
+                    if r["passed"] and r["output"].startswith("import asyncio")]
+    assert len(stdlib_first) >= 3
+    for r in stdlib_first:
+        out = GRADERS["codegen"](cs[r["case_id"]], r["output"])
+        assert out.first_failed is not None and out.first_failed.code == "codegen.module_import", r["case_id"]
+
+
+def test_a_redefined_entry_point_is_read_as_python_runs_it() -> None:
+    """Two released Gemma4 26B replies define setup() twice; the module body keeps the last one, which
+    subscribes with a one-argument callback: both graders pass them."""
+    from .released import codegen_cases
+
+    cs = codegen_cases("deployed")
+    for r in load("slm_callsite_codegen_records.jsonl"):
+        if r["case_id"] in ("dynamic-schema-045", "dynamic-schema-046"):
+            assert r["output"].count("async def setup(agent)") == 2
+            assert r["passed"] and GRADERS["codegen"](cs[r["case_id"]], r["output"]).passed
