@@ -226,20 +226,30 @@ def _gate(args: argparse.Namespace, records: list[dict[str, Any]], path: Path, t
     """Print the gate's lines as the session prints them; 0 passed, 1 failed, 75 no verdict (infrastructure)."""
     from .gate import GateError, evaluate, load_baseline
 
+    from .reportdir import read_session
+    from .runinfo import selection_text
+
     stopped = stopped_reasons(path)
+    run = read_session(path.parent) or {}
+    try:
+        selection = selection_text(run["selection"], Path.cwd()) if run.get("selection") else ""
+    except (KeyError, TypeError, AttributeError):
+        selection = ""
     infra = [r for r in stopped if re.match(r"model .+: endpoint failed the probe", r)]
     try:
         baseline, _ = load_baseline(args.runs[0])
         result = evaluate(records, baseline, margin_pp=args.gate_margin, tiers=tiers, floors=floors,
                           baseline_model=args.gate_baseline_model, decision=args.noninferiority_bound,
                           min_pairs=args.gate_min_pairs, partial=[r for r in stopped if r not in infra],
-                          infra_partial=infra)
+                          infra_partial=infra, selection=selection)
     except (GateError, KeyError, ValueError) as exc:
         print("agentfloor gate: FAILED")
         print(f"gate: cannot evaluate: {exc}")
         return 1
     print(f"agentfloor gate: {result.candidate} vs {result.baseline} ({args.runs[0].name})")
     print(result.header())
+    if result.selection:
+        print(result.selection_line())
     for blocker in result.blockers + result.infra_blockers:
         print(f"gate: {blocker}")
     for v in result.verdicts:

@@ -202,6 +202,12 @@ class GateResult:
                 f"each tested on its own at the full level with no multiplicity correction ({self.method}); "
                 f"a tier needs at least {self.n_min} pairs to be certified at -{self.margin_pp:g} pp")
 
+    def selection_line(self) -> str:
+        """Which selection was compared, and how much of the baseline it paired."""
+        paired, of = self.paired_of_baseline
+        return (f"gate: compared the selection {self.selection}"
+                + (f"; {paired} of the baseline's {of} run(s) in the gated tiers paired" if self.baseline else ""))
+
     def reason(self) -> str:
         """One line: why the gate did not pass ('' when it passed)."""
         if self.passed:

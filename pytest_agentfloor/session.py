@@ -345,11 +345,9 @@ class AgentFloorSession:
         """Which selection the gate compared, as the user gave it."""
         if self.run is None:
             return ""
-        sel = self.run["selection"]
-        parts = [" ".join(sel["paths"]) or "(rootdir)"]
-        parts += narrowing(sel, Path(self.config.invocation_params.dir).resolve())
-        parts.append(f"--agentfloor-runs {sel['runs']}")
-        return ", ".join(p for p in parts if not p.startswith("selection narrower"))
+        from .runinfo import selection_text
+
+        return selection_text(self.run["selection"], Path(self.config.invocation_params.dir).resolve())
 
     def _finish_files(self) -> None:
         """Complete this session's directory (resumed records, session.json, reports) and publish it.
@@ -496,10 +494,7 @@ class AgentFloorSession:
         tr.write_sep("=", f"agentfloor gate: {result.candidate} vs {against}", bold=True)
         tr.write_line(result.header())
         if result.selection:
-            paired, of = result.paired_of_baseline
-            tr.write_line(f"gate: compared the selection {result.selection}"
-                          + (f"; {paired} of the baseline's {of} run(s) in the gated tiers paired"
-                             if spec.baseline is not None else ""))
+            tr.write_line(result.selection_line())
         for blocker in result.blockers + result.infra_blockers:
             tr.write_line(f"gate: {blocker}", red=True)
         for v in result.verdicts:
