@@ -112,3 +112,21 @@ def test_floor_alone_gates_without_a_baseline(pytester: pytest.Pytester) -> None
     assert lower.ret == 1  # Wilson's lower bound of 25/25 is 86.7%: not yet 90%
     lower.stdout.fnmatch_lines(["gate tier B: INSUFFICIENT EVIDENCE: *floor 90% on the lower 95% bound: insufficient "
                                 "evidence for the floor*straddles 90.0%*"])
+
+
+def test_a_dead_endpoint_gives_no_verdict_and_its_own_exit_status(pytester: pytest.Pytester) -> None:
+    """Infrastructure trouble is not 'the model is worse': exit 75 (EX_TEMPFAIL), so CI can retry."""
+    shutil.copytree(REPO / "cases" / "tier_B", pytester.path / "cases" / "tier_B")
+    pytester.makefile(".toml", models='[models.dead]\nprovider = "openai"\nmodel = "m"\n'
+                                      'base_url = "http://127.0.0.1:9/v1"\nretries = 0\ntimeout_s = 5\n')
+    args = ["cases/tier_B/B1.toml", "--variants", "v0", "--instances", "i0", "-p", "no:cacheprovider"]
+    pytester.runpytest(*args, "--model", "oracle", "--agentfloor-report-dir", "baseline")
+    runs = pytester.path / "baseline" / "runs.jsonl"
+    runs.write_text(runs.read_text().replace('"model":"oracle"', '"model":"dead"'))
+    result = pytester.runpytest(*args, "--model", "dead", "--no-probe", "--agentfloor-baseline", "baseline/runs.jsonl")
+    assert result.ret == 75
+    result.stdout.fnmatch_lines(["gate tier B: NO VERDICT: no paired runs*1 infrastructure error(s)*",
+                                 "*agentfloor gate: NO VERDICT (B)*",
+                                 "gate: NO VERDICT: no verdict on tier(s) B (infrastructure errors) (exit status 75)"])
+    gate = json.loads((pytester.path / "reports" / "latest" / "gate.json").read_text())
+    assert gate["exit_status"] == 75 and gate["tiers"][0]["infra_errors"] == 1
