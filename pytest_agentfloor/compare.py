@@ -12,6 +12,7 @@ de-duplicated.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m pytest_agentfloor compare",
                 description="Compare stored runs: paired differences, changed items and the gate verdict. "
                             "The first file is the baseline. Exit status: 0 gate passed (or no gate), "
-                            "1 gate failed, 2 unusable input.")
+                            "1 gate failed, 2 unusable input, 75 no verdict (infrastructure errors).")
     p.add_argument("runs", type=Path, nargs="+", help="runs.jsonl files; the first is the baseline")
     p.add_argument("--gate-margin", type=float, default=10.0, metavar="PP",
                    help="non-inferiority margin in percentage points (default 10, as --gate-margin)")
@@ -197,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    ... {len(changed) - args.changed} more (--changed N lists more)")
         # the gate, exactly as a session run with --baseline <first file> would give it
         print()
-        status = max(status, _gate(args, records, path, tiers, floors))
+        got = _gate(args, records, path, tiers, floors)
+        status = 1 if 1 in (status, got) else max(status, got)  # a failed gate outranks one without a verdict
     return status
 
 
@@ -215,27 +217,40 @@ def stopped_reasons(runs_file: Path) -> list[str]:
     except (KeyError, TypeError, AttributeError):
         narrowed = set()
     return [r for r in run.get("partial_reasons") or []
-            if r not in narrowed and not str(r).startswith("selection narrower than the case set")]
+            if r not in narrowed and not str(r).startswith("selection narrower than the case set")
+            and not re.fullmatch(r"\d+ item\(s\) deselected", str(r))]
 
 
 def _gate(args: argparse.Namespace, records: list[dict[str, Any]], path: Path, tiers: list[str] | None,
           floors: dict[str, float]) -> int:
-    """Print the gate's lines as the session prints them; 0 passed, 1 failed."""
+    """Print the gate's lines as the session prints them; 0 passed, 1 failed, 75 no verdict (infrastructure)."""
     from .gate import GateError, evaluate, load_baseline
 
+    from .reportdir import read_session
+    from .runinfo import selection_text
+
+    stopped = stopped_reasons(path)
+    run = read_session(path.parent) or {}
+    try:
+        selection = selection_text(run["selection"], Path.cwd()) if run.get("selection") else ""
+    except (KeyError, TypeError, AttributeError):
+        selection = ""
+    infra = [r for r in stopped if re.match(r"model .+: endpoint failed the probe", r)]
     try:
         baseline, _ = load_baseline(args.runs[0])
         result = evaluate(records, baseline, margin_pp=args.gate_margin, tiers=tiers, floors=floors,
                           baseline_model=args.gate_baseline_model, decision=args.noninferiority_bound,
-                          min_pairs=args.gate_min_pairs, partial=stopped_reasons(path))
+                          min_pairs=args.gate_min_pairs, partial=[r for r in stopped if r not in infra],
+                          infra_partial=infra, selection=selection)
     except (GateError, KeyError, ValueError) as exc:
         print("agentfloor gate: FAILED")
         print(f"gate: cannot evaluate: {exc}")
         return 1
     print(f"agentfloor gate: {result.candidate} vs {result.baseline} ({args.runs[0].name})")
-    print(f"gate: {result.method}; a tier needs at least {result.n_min} pairs to be certified at "
-          f"-{args.gate_margin:g} pp")
-    for blocker in result.blockers:
+    print(result.header())
+    if result.selection:
+        print(result.selection_line())
+    for blocker in result.blockers + result.infra_blockers:
         print(f"gate: {blocker}")
     for v in result.verdicts:
         print(v.line(args.gate_margin))
@@ -248,9 +263,10 @@ def _gate(args: argparse.Namespace, records: list[dict[str, Any]], path: Path, t
         print("agentfloor gate: PASSED")
         return 0
     failed = [v.tier for v in result.verdicts if not v.passed]
-    print(f"agentfloor gate: FAILED ({', '.join(failed) or 'see above'})")
-    print(f"gate: FAILED: {result.reason()}")
-    return 1
+    head = "NO VERDICT" if result.exit_status == 75 else "FAILED"
+    print(f"agentfloor gate: {head} ({', '.join(failed) or 'see above'})")
+    print(f"gate: {head}: {result.reason()} (exit status {result.exit_status})")
+    return result.exit_status
 
 
 if __name__ == "__main__":

@@ -156,23 +156,27 @@ class Settings:
 
 @dataclass
 class GateSpec:
-    baseline: Path
+    """What the gate checks: against a baseline's runs (non-inferiority), and/or absolute floors."""
+
+    baseline: Path | None
     margin_pp: float
     tiers: list[str] | None
     floors: dict[str, float]
     baseline_model: str | None
     min_pairs: int = 0
     decision: str = "two-sided"
+    floor_bound: str = "point"
 
 
 def gate_spec(config: pytest.Config) -> GateSpec | None:
+    """The gate asked for: --agentfloor-baseline PATH, or --gate-floor alone (a gate without a baseline)."""
     raw = str(_opt(config, "agentfloor_baseline") or "")
     floors_raw = [f for chunk in (_opt(config, "agentfloor_gate_floors") or []) for f in str(chunk).split(",") if f]
-    if not raw:
-        if floors_raw or config.getoption("agentfloor_gate_tiers"):
-            raise pytest.UsageError("--gate-tiers and --gate-floor need --agentfloor-baseline PATH")
+    if not raw and not floors_raw:
+        if config.getoption("agentfloor_gate_tiers"):
+            raise pytest.UsageError("--gate-tiers needs --agentfloor-baseline PATH or --gate-floor 'TIER>=X'")
         return None
-    from .gate import GateError, load_baseline, parse_floor  # numpy and scipy load only when a gate is asked for
+    from .gate import FLOOR_BOUNDS, GateError, load_baseline, parse_floor  # numpy/scipy load only for a gate
 
     margin = _float_opt(config, "agentfloor_gate_margin", "--gate-margin", 0.0, 100.0, "percentage points")
     try:
@@ -183,6 +187,12 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
     bad = [t for t in tiers if t not in TIERS]
     if bad:
         raise pytest.UsageError(f"--gate-tiers: unknown tier(s) {bad}; valid: {', '.join(TIERS)}")
+    min_pairs = _int_opt(config, "agentfloor_gate_min_pairs", "--gate-min-pairs", minimum=0)
+    floor_bound = _choice(config, "agentfloor_gate_floor_bound", "--gate-floor-bound", FLOOR_BOUNDS)
+    decision = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
+    if not raw:
+        return GateSpec(None, margin, tiers or None, floors, None, min_pairs=min_pairs, decision=decision,
+                        floor_bound=floor_bound)
     path = Path(config.invocation_params.dir) / raw
     try:  # read it now: a bad baseline must stop the session before the first item, not after the last
         runs, _ = load_baseline(path)
@@ -196,11 +206,8 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
     if baseline_model is None and len(in_file) > 1:
         raise pytest.UsageError(f"--agentfloor-baseline {raw} holds several models ({', '.join(in_file)}); "
                                 "name the incumbent with --gate-baseline-model")
-    min_pairs = _int_opt(config, "agentfloor_gate_min_pairs", "--gate-min-pairs", minimum=0)
-    return GateSpec(path, margin, tiers or None, floors, baseline_model, min_pairs=min_pairs,
-                    decision=_choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound",
-                                     DECISION_BOUNDS))
-
+    return GateSpec(path, margin, tiers or None, floors, baseline_model, min_pairs=min_pairs, decision=decision,
+                    floor_bound=floor_bound)
 
 
 settings_key = pytest.StashKey[Settings]()
@@ -214,7 +221,8 @@ PREFIX = "--agentfloor-"
 ALIASES: frozenset[str] = frozenset({
     "--variants", "--instances", "--models-file", "--token-budget", "--episode-timeout", "--bootstrap-cluster",
     "--infra-as-failure", "--no-probe", "--run-non-capable", "--gate-margin", "--gate-tiers", "--gate-floor",
-    "--gate-baseline-model", "--step-budget-scale", "--max-cost", "--gate-min-pairs", "--interval-method",
+    "--gate-baseline-model", "--step-budget-scale", "--max-cost", "--gate-min-pairs", "--gate-floor-bound",
+    "--interval-method",
     "--noninferiority-bound", "--infra-threshold", "--callsite-weights",
 })
 
@@ -327,6 +335,9 @@ def add_options(parser: pytest.Parser) -> None:
     add("--gate-floor", "agentfloor_gate_floors",
         "absolute TCR floor, e.g. 'tier_A>=0.90' (quote it: the shell reads >= as a redirection); repeatable",
         default=[], ini_type="args", action="append", metavar="'TIER>=X'")
+    add("--gate-floor-bound", "agentfloor_gate_floor_bound",
+        "what --gate-floor is held against: point = the tier's TCR, lower = the lower end of its 95 percent CI "
+        "(the data must rule out a TCR below the floor)", default="point", metavar="point|lower")
     add("--gate-min-pairs", "agentfloor_gate_min_pairs",
         "raise the pairs a gated tier needs before it can pass (the default is derived from the interval method)",
         default="0", metavar="N")

@@ -159,3 +159,111 @@ class CostMeter:
 
 def max_cost_reason(cap: float, spent: float) -> str:
     return f"--max-cost {cap:g} USD reached (spent {spent:.4f} USD): not run"
+
+
+# -- the gate's sample sizes, before any model call -----------------------------------------
+#: the regression the plan prices besides an identical model (the issue's "5 pp worse")
+WORSE_PP = 5.0
+
+
+@dataclass
+class GatePlanRow:
+    """One gated tier: what this selection pairs, and the pairs an identical / a worse model needs."""
+
+    tier: str
+    items_per_run: int
+    pairs_now: int
+    baseline_runs_per_item: int
+    discordance: float  # per pair and direction, for an identical candidate
+    discordance_from: str
+    identical: int | None  # pairs with which an identical model's expected table passes
+    worse_pass: int | None  # pairs from which a WORSE_PP worse model passes (margin > WORSE_PP)
+    worse_refuted: int | None  # pairs from which it is refuted, at the plan's margin or the suggested one
+    refute_margin: float | None  # the margin worse_refuted is for
+
+
+def identical_discordance(runs: list[dict[str, Any]]) -> tuple[float, str]:
+    """Expected share of pairs where only one of two identical, independent models passes.
+
+    With per-item pass probability p_i that is mean p_i (1 - p_i) each way. From an item's k passes
+    in n >= 2 runs, k (n - k) / (n (n - 1)) is unbiased for p_i (1 - p_i); with one run per item
+    the tier's p (1 - p) is used, the largest value any spread of p_i with that mean allows.
+    """
+    per: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+    for r in runs:
+        per[(r["task"], r["variant"], r["instance"])].append(bool(r["passed"]))
+    rep = [v for v in per.values() if len(v) >= 2]
+    if rep:
+        return sum(sum(v) * (len(v) - sum(v)) / (len(v) * (len(v) - 1)) for v in rep) / len(rep), \
+            "the baseline's repeated runs"
+    p = sum(bool(r["passed"]) for r in runs) / len(runs) if runs else 0.0
+    return p * (1 - p), "p(1-p), the worst case: one baseline run per item"
+
+
+def gate_plan(items: list[Any], baseline: list[dict[str, Any]], *, margin_pp: float, tail: float,
+              tiers: list[str] | None) -> list[GatePlanRow]:
+    """Per gated tier, from the collected items and the baseline's runs only (no model is called)."""
+    from .gate import _excluded
+    from .stats.intervals import pairs_needed
+
+    keys: dict[str, set[tuple[str, str, str, int]]] = defaultdict(set)
+    for item in items:
+        case = item.resolved_case if getattr(item, "model", None) is not None else None
+        if case is not None and str(case.tier) in TIERS:
+            keys[str(case.tier)].add((str(case.id), str(item.variant), str(item.instance), int(item.run)))
+    base = [r for r in baseline if not _excluded(r)]
+    rows = []
+    for tier in tiers or [t for t in TIERS if t in keys]:
+        b_runs = [r for r in base if r.get("tier") == tier]
+        b_keys = {(r["task"], r["variant"], r["instance"], int(r["run"])) for r in b_runs}
+        items_per_run = len({k[:3] for k in keys.get(tier, set())})
+        runs_per_item = max((int(r["run"]) for r in b_runs), default=-1) + 1
+        d, source = identical_discordance(b_runs)
+        worse = WORSE_PP / 100.0
+        b, c = d, min(d + worse, 1.0 - d)
+        if margin_pp > WORSE_PP:
+            worse_pass = pairs_needed(b, c, margin_pp, tail)
+            refute_margin = WORSE_PP / 2
+        else:
+            worse_pass, refute_margin = None, margin_pp
+        worse_refuted = pairs_needed(b, c, refute_margin, tail, refute=True) if refute_margin < WORSE_PP else None
+        rows.append(GatePlanRow(tier, items_per_run, len(keys.get(tier, set()) & b_keys), runs_per_item, d, source,
+                                pairs_needed(d, d, margin_pp, tail), worse_pass, worse_refuted,
+                                refute_margin if worse_refuted is not None else None))
+    return rows
+
+
+def _pairs(n: int | None, items: int) -> str:
+    if n is None:
+        return "more than 100,000 pairs"
+    return f"{n:,} pairs ({-(-n // max(items, 1)):,} run(s) per item)"
+
+
+def render_gate_plan(rows: list[GatePlanRow], baseline: str, margin_pp: float, bound: str) -> list[str]:
+    """The gate's part of --agentfloor-plan: per tier, the runs an identical and a worse model need."""
+    lines = [f"gate plan against {baseline}: each tier must be certified on its own (intersection-union test) "
+             f"at -{margin_pp:g} pp, {bound}; the figures are the pairs at which the expected table decides "
+             "(about even odds), per tier:"]
+    for r in rows:
+        if not r.items_per_run:
+            lines.append(f"gate plan tier {r.tier}: no collected item in this tier")
+            continue
+        line = (f"gate plan tier {r.tier}: {r.items_per_run} item(s) per run, {r.pairs_now} pair(s) with this "
+                f"selection; an identical model passes from {_pairs(r.identical, r.items_per_run)} "
+                f"(discordance {100 * r.discordance:.1f}% each way, from {r.discordance_from})")
+        if r.worse_pass is not None or margin_pp > WORSE_PP:
+            line += (f"; a {WORSE_PP:g} pp worse one lies inside the margin: it fails as insufficient evidence "
+                     f"below {_pairs(r.worse_pass, r.items_per_run)} and passes from there")
+            if r.worse_refuted is not None:
+                line += (f"; to fail it, gate with --gate-margin {r.refute_margin:g}: refuted from "
+                         f"{_pairs(r.worse_refuted, r.items_per_run)}")
+        elif r.worse_refuted is not None:
+            line += f"; a {WORSE_PP:g} pp worse one is refuted (FAIL) from {_pairs(r.worse_refuted, r.items_per_run)}"
+        else:
+            line += f"; a {WORSE_PP:g} pp worse one sits on the margin: no number of pairs decides it"
+        need = -(-(r.identical or 0) // r.items_per_run)
+        if r.identical is not None and need > r.baseline_runs_per_item:
+            line += (f"; the baseline has {r.baseline_runs_per_item} run(s) per item: record it with "
+                     f"--agentfloor-runs {need} or more too (run k pairs with baseline run k)")
+        lines.append(line)
+    return lines

@@ -30,7 +30,7 @@ LOCK = ".agentfloor.lock"
 SESSION_FILE = "session.json"
 #: the files one session leaves behind; the top level holds one session's set of them
 PUBLISHED: tuple[str, ...] = ("runs.jsonl", SESSION_FILE, "probe.json", "summary.json", "tcr.csv", "report.md",
-                              "report.html", "viewer.html")
+                              "report.html", "viewer.html", "gate.json")
 
 
 class ReportDirBusy(Exception):

@@ -78,6 +78,14 @@ def narrowing(sel: dict[str, Any], base: Path) -> list[str]:
     return out
 
 
+def selection_text(sel: dict[str, Any], base: Path) -> str:
+    """The selection as the user gave it, in one line (the gate's header names what it compared)."""
+    parts = [" ".join(sel.get("paths") or []) or "(rootdir)"]
+    parts += [p for p in narrowing(sel, base) if not p.startswith("selection narrower")]
+    parts.append(f"--agentfloor-runs {sel.get('runs')}")
+    return ", ".join(parts)
+
+
 def stop_reason(session: pytest.Session, exitstatus: int) -> str | None:
     """Why the session ended before running everything, if it did (-x/--maxfail, interrupt)."""
     dsession = session.config.pluginmanager.getplugin("dsession")  # xdist's controller loop

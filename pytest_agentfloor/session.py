@@ -235,8 +235,28 @@ class AgentFloorSession:
         pricing = {m.name: ", ".join(f"{k}={v:g}" for k, v in m.public().get("pricing", {}).items() if v is not None)
                    or "none" for m in self.settings.selected}
         self.plan_lines = render_plan(rows, n_sessions, workers, pricing)
+        spec = self.settings.gate
+        if spec is not None and spec.baseline is not None:
+            self.plan_lines += self._gate_plan(cases, spec)
         if self.settings.plan:
             session.items = []  # the plan replaces pytest's list of the collected items
+
+    @staticmethod
+    def _gate_plan(cases: list[Any], spec: Any) -> list[str]:
+        from .gate import GateError, load_baseline
+        from .plan import gate_plan, render_gate_plan
+        from .stats.paired import decision_tail
+
+        try:
+            runs, _ = load_baseline(spec.baseline)
+        except GateError as exc:
+            return [f"gate plan: {exc}"]
+        if spec.baseline_model is not None:
+            runs = [r for r in runs if r["model"] == spec.baseline_model]
+        bound = "two-sided 95% CI lower bound" if spec.decision == "two-sided" else "one-sided 95% bound"
+        rows = gate_plan(cases, runs, margin_pp=spec.margin_pp, tail=decision_tail(0.05, spec.decision),
+                         tiers=spec.tiers)
+        return render_gate_plan(rows, spec.baseline.name, spec.margin_pp, bound)
 
     # -- session end: what ran, the gate, the report files ----------------------------------
     def _run_info(self, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
@@ -285,33 +305,60 @@ class AgentFloorSession:
             self._finish_files()
 
     def _gate(self, session: pytest.Session, exitstatus: int) -> None:
-        """With --agentfloor-baseline, the exit status is the gate's verdict: item failures are measurements."""
+        """With a gate, the exit status is its verdict (item failures are measurements): 0 passed,
+        1 failed, 75 infrastructure trouble prevented a verdict (gate.EXIT_INFRA); gate.json says why."""
         spec = self.settings.gate
         if spec is None or self.config.option.collectonly or exitstatus not in (pytest.ExitCode.OK,
                                                                                 pytest.ExitCode.TESTS_FAILED):
             return
-        from .gate import GateError, evaluate, load_baseline
+        from .gate import EXIT_FAIL, GateError, evaluate, load_baseline, write_gate_json
 
+        partial, infra = self._stopped_reasons()
         try:
-            baseline, problems = load_baseline(spec.baseline)
-            self.problems += problems
+            baseline = None
+            if spec.baseline is not None:
+                baseline, problems = load_baseline(spec.baseline)
+                self.problems += problems
             self.gate_result = evaluate(self.all_records(), baseline, margin_pp=spec.margin_pp, tiers=spec.tiers,
                                         floors=spec.floors, baseline_model=spec.baseline_model,
-                                        decision=spec.decision, min_pairs=spec.min_pairs,
-                                        partial=self._stopped_reasons())
+                                        decision=spec.decision, min_pairs=spec.min_pairs, partial=partial,
+                                        infra_partial=infra, floor_bound=spec.floor_bound,
+                                        selection=self._selection_text())
         except (GateError, KeyError, ValueError) as exc:
             self.gate_error = str(exc)
-        ok = self.gate_result is not None and self.gate_result.passed and self.other_failures == 0
-        session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
+        status = self.gate_result.exit_status if self.gate_result is not None else EXIT_FAIL
+        if self.other_failures and status == 0:
+            status = EXIT_FAIL
+        session.exitstatus = status
+        out = self.settings.session_dir
+        if out is not None and out.is_dir():
+            try:
+                write_gate_json(self.gate_result, out / "gate.json", self.gate_error)
+            except (OSError, ValueError) as exc:
+                self.problems.append(f"could not write gate.json ({exc})")
 
-    def _stopped_reasons(self) -> list[str]:
-        """The PARTIAL reasons of this run other than a narrowed selection (-x, --maxfail, interrupt,
-        collection or probe errors, items that did not run). A narrowed selection is judged by the
-        gate itself against the baseline: it fails only if baseline runs of the gated tiers are missing."""
+    def _stopped_reasons(self) -> tuple[list[str], list[str]]:
+        """The PARTIAL reasons of this run that the gate must hear, as (other, infrastructure).
+
+        A narrowed selection (paths, -k, -m, --variants, deselected items) is not among them: the
+        gate judges it against the baseline itself, so only baseline runs of the gated tiers that
+        the candidate did not run make it partial. What is left: -x/--maxfail/interrupt, collection
+        errors, --max-cost, items that did not run, and (infrastructure) models that failed the probe."""
         if self.run is None:
-            return []
+            return [], []
         narrowed = set(narrowing(self.run["selection"], Path(self.config.invocation_params.dir).resolve()))
-        return [r for r in self.run.get("partial_reasons", []) if r not in narrowed]
+        left = [r for r in self.run.get("partial_reasons", []) if r not in narrowed
+                and not re.fullmatch(r"\d+ item\(s\) deselected", r)]
+        infra = [r for r in left if re.match(r"model .+: endpoint failed the probe", r)]
+        return [r for r in left if r not in infra], infra
+
+    def _selection_text(self) -> str:
+        """Which selection the gate compared, as the user gave it."""
+        if self.run is None:
+            return ""
+        from .runinfo import selection_text
+
+        return selection_text(self.run["selection"], Path(self.config.invocation_params.dir).resolve())
 
     def _finish_files(self) -> None:
         """Complete this session's directory (resumed records, session.json, reports) and publish it.
@@ -455,14 +502,15 @@ class AgentFloorSession:
             tr.write_sep("=", "agentfloor gate: FAILED", red=True, bold=True)
             tr.write_line(f"gate: cannot evaluate: {self.gate_error or 'the run did not complete'}")
             return
-        tr.write_sep("=", f"agentfloor gate: {result.candidate} vs {result.baseline} ({spec.baseline.name})",
-                     bold=True)
-        tr.write_line(f"gate: {result.method}; a tier needs at least {result.n_min} pairs to be certified at "
-                      f"-{spec.margin_pp:g} pp")
-        for blocker in result.blockers:
+        against = f"{result.baseline} ({spec.baseline.name})" if spec.baseline is not None else "absolute floors"
+        tr.write_sep("=", f"agentfloor gate: {result.candidate} vs {against}", bold=True)
+        tr.write_line(result.header())
+        if result.selection:
+            tr.write_line(result.selection_line())
+        for blocker in result.blockers + result.infra_blockers:
             tr.write_line(f"gate: {blocker}", red=True)
         for v in result.verdicts:
-            tr.write_line(v.line(spec.margin_pp), green=v.passed, red=not v.passed)
+            tr.write_line(v.line(result.margin_pp, result.floor_bound), green=v.passed, red=not v.passed)
         if result.unpaired_candidate or result.unpaired_baseline:
             tr.write_line(f"gate: unpaired runs: {result.unpaired_candidate} candidate run(s) without a baseline "
                           f"counterpart, {result.unpaired_baseline} baseline run(s) not re-run")
@@ -475,5 +523,7 @@ class AgentFloorSession:
             tr.write_sep("=", "agentfloor gate: PASSED", green=True, bold=True)
         else:
             why = result.reason() or f"{self.other_failures} failure(s) outside the benchmark items"
-            tr.write_sep("=", f"agentfloor gate: FAILED ({', '.join(failed) or 'see above'})", red=True, bold=True)
-            tr.write_line(f"gate: FAILED: {why}", red=True)
+            head = "NO VERDICT" if result.exit_status == 75 and not self.other_failures else "FAILED"
+            tr.write_sep("=", f"agentfloor gate: {head} ({', '.join(failed) or 'see above'})", red=True, bold=True)
+            tr.write_line(f"gate: {head}: {why} (exit status {result.exit_status if not self.other_failures else 1})",
+                          red=True)

@@ -272,7 +272,7 @@ OPTIONS = [
            files={"base.jsonl": BASELINE}),
     option("gate tier unknown", ["--agentfloor-baseline", "base.jsonl", "--gate-tiers", "Z"], "--gate-tiers", "['Z']",
            files={"base.jsonl": BASELINE}),
-    option("gate tiers without baseline", ["--gate-tiers", "A"], "--gate-tiers and --gate-floor need --agentfloor-baseline"),
+    option("gate tiers without baseline", ["--gate-tiers", "A"], "--gate-tiers needs --agentfloor-baseline PATH or --gate-floor"),
     option("baseline missing", ["--agentfloor-baseline", "nope.jsonl"], "--agentfloor-baseline nope.jsonl: no such file"),
     option("baseline a directory", ["--agentfloor-baseline", "somedir"], "--agentfloor-baseline somedir: is a directory",
            files={"somedir/x": "x"}),

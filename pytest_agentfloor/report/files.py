@@ -414,15 +414,16 @@ def tcr_class(x: float | None) -> str:
     return "good" if x >= 0.8 else "mid" if x >= 0.5 else "bad"
 
 
-def verdict(raw: bool, holm: bool, status: str = "no") -> tuple[str, str]:
-    """(text, class): ``yes`` holds after Holm, ``yes†`` only unadjusted, ``too few`` (insufficient
-    evidence) when the pairs are too few to certify at all, ``no`` otherwise."""
+def verdict(raw: bool, holm: bool, status: str = "no", too_few: bool = False) -> tuple[str, str]:
+    """(text, class): ``yes`` holds after Holm, ``yes†`` only unadjusted, ``no`` refuted (the interval
+    excludes the claim); insufficient evidence is ``too few`` below the pairs any certification needs,
+    ``unclear`` above (the interval straddles the margin)."""
     if holm:
         return "yes", "yes"
     if raw:
         return "yes†", "raw"
     if status == "insufficient evidence":
-        return "too few", "na"
+        return ("too few" if too_few else "unclear"), "na"
     return "no", "no"
 
 
@@ -597,8 +598,9 @@ def paired_table(summary: Summary) -> TextTable | None:
             if x.n_pairs == 0:
                 t.add([m, scope_label(sc), "0", *[DASH] * 10], [""] * 2 + ["na"] * 11, end_section=last)
                 continue
-            ni, ni_c = verdict(x.noninferior, x.noninferior_holm, x.noninferiority_verdict)
-            eq, eq_c = verdict(x.equivalent, x.equivalent_holm, x.equivalence_verdict)
+            few = x.n_pairs < x.n_min_pairs
+            ni, ni_c = verdict(x.noninferior, x.noninferior_holm, x.noninferiority_verdict, few)
+            eq, eq_c = verdict(x.equivalent, x.equivalent_holm, x.equivalence_verdict, few)
             d_c = "" if x.delta_pp is None or x.delta_pp == 0 else ("up" if x.delta_pp > 0 else "down")
             p_c = "sig" if x.p_mcnemar_holm is not None and x.p_mcnemar_holm < p.alpha else ""
             t.add([m, scope_label(sc), str(x.n_pairs), pct(x.tcr_model), pct(x.tcr_ref), signed(x.delta_pp),
@@ -608,14 +610,40 @@ def paired_table(summary: Summary) -> TextTable | None:
     t.notes.append(
         f"Δ = TCR(model) − TCR({p.reference}) over runs paired on (task, variant, instance, run). "
         + decision_caption(summary) + f" Margin ±{p.margin_pp:g} pp. " + interval_caption(summary) + " "
-        f"too few = insufficient evidence: fewer than {p.n_min_pairs} pairs, too few for any result to certify "
-        "the margin. "
+        "no = refuted: the decision interval excludes the claim (unadjusted). Insufficient evidence: too few = "
+        f"fewer than {p.n_min_pairs} pairs, too few for any result to certify the margin; unclear = the interval "
+        "straddles the margin (more runs would decide it). "
         "yes = holds after Holm adjustment across the family (all model × tier tests, or all overall tests); "
         "yes† = holds unadjusted only. b/c: McNemar's discordant pairs, where only the model / only the "
         "reference passed; p: exact two-sided McNemar test, p Holm: Holm-adjusted in the same family.")
     if unpaired:
         t.notes.append(f"{unpaired} scored run(s) had no counterpart on the other side and are not in the pairs.")
     return t
+
+
+def paired_undecided(summary: Summary) -> str | None:
+    """When paired non-inferiority claims are undecided (intervals too wide): how many, and the runs
+    the widest-off one would need at its observed rates (None when every claim is decided)."""
+    from ..stats.paired import decision_tail, pairs_to_decide
+
+    p = summary.paired
+    if not p.available:
+        return None
+    tests = [t for by in p.tests.values() for sc, t in by.items() if sc != OVERALL and t.n_pairs]
+    open_ = [t for t in tests if t.noninferiority_verdict == "insufficient evidence"]
+    if not open_:
+        return None
+    tail = decision_tail(p.alpha, p.decision)
+    need = [(pairs_to_decide(t, p.margin_pp, tail, p.decision), t) for t in open_]
+    known = [(n, t) for n, t in need if n is not None]
+    text = (f"Paired: {len(open_)} of {len(tests)} tier non-inferiority claims are insufficient evidence "
+            f"(intervals too wide to decide at ±{p.margin_pp:g} pp).")
+    if known:
+        n, t = max(known, key=lambda x: x[0])
+        text += (f" The most demanding, {t.model} on tier {scope_label(t.scope)} (Δ {signed(t.delta_pp)} pp, "
+                 f"{t.n_pairs} pairs), would need about {n:,} pairs at its observed rates: "
+                 f"{-(-n // t.n_pairs)}× this session's runs.")
+    return text
 
 
 def failure_modes_present(summary: Summary) -> list[str]:
@@ -726,8 +754,8 @@ def recipes_table(summary: Summary) -> TextTable:
         for k in targets:
             r = by_target.get(k)
             if r is None or r.model is None:
-                cells.append(DASH)
-                cls.append("na")
+                cells.append(DASH if r is None else "none" if r.outcome == "refuted" else "unclear")
+                cls.append("no" if r is not None and r.outcome == "refuted" else "na")
                 continue
             cells.append(f"{r.model} (≥{pct_num(r.ci_low)}%)")
             cls.append("yes")
@@ -738,8 +766,39 @@ def recipes_table(summary: Summary) -> TextTable:
     t.notes.append("A model qualifies only if its 95% CI lower bound on the tier's TCR (in brackets) is at least "
                    "τ: the data must rule out a true TCR below the target. Size order is params ascending; "
                    "cost (self-hosted) and wall per pass are those of the model named at the lowest τ. "
-                   f"A model flagged {UNRELIABLE} on a tier is not recommended for it. " + interval_caption(summary))
+                   f"A model flagged {UNRELIABLE} on a tier is not recommended for it. none = refuted: every model's "
+                   "interval lies below τ; unclear = insufficient evidence: some model's interval straddles τ. "
+                   + interval_caption(summary))
+    why = recipes_note(summary)
+    if why:
+        t.notes.append(why)
     return t
+
+
+def recipes_note(summary: Summary) -> str | None:
+    """Why recipe cells are empty, and what would fill one (None when every cell names a model)."""
+    from ..stats.recipes import runs_for_lower_bound
+
+    cells = [r for by in summary.recipes.values() for r in by.values()]
+    empty = [r for r in cells if r.model is None]
+    if not empty:
+        return None
+    open_ = [r for r in empty if r.outcome == "insufficient evidence"]
+    head = "The recipe table is empty: " if len(empty) == len(cells) else f"{len(empty)} of {len(cells)} recipe cells are empty: "
+    text = (head + f"{len(empty) - len(open_)} refuted (every model's 95% CI lies below τ), {len(open_)} insufficient "
+            "evidence (an interval straddles τ: too wide to decide).")
+    for r in open_:  # the first undecided cell whose best model could be certified with more runs
+        best = max(r.undecided, key=lambda m: summary.tcr[m][r.tier].tcr or 0.0)
+        e = summary.tcr[best][r.tier]
+        need = runs_for_lower_bound(e.tcr or 0.0, r.target_pct)
+        if need is None or e.ci_low is None or e.ci_high is None:
+            continue
+        text += (f" E.g. tier {r.tier}, τ {r.target_pct:g}%: {best} has TCR {pct_num(e.tcr)}% "
+                 f"[{pct_num(e.ci_low)}, {pct_num(e.ci_high)}] from {e.n_runs} runs; at that TCR its lower bound "
+                 f"reaches τ from about {need} runs (Wilson's; the guarded interval may need more), "
+                 f"{-(-need // max(e.n_runs, 1))}× the runs of this session.")
+        break
+    return text
 
 
 def reliability_table(summary: Summary) -> TextTable | None:

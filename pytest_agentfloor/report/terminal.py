@@ -39,6 +39,8 @@ from .files import (
     judge_line,
     models_meta_from_records,
     paired_table,
+    paired_undecided,
+    recipes_note,
     recipes_table,
     tcr_long_table,
     unmet_table,
@@ -131,8 +133,10 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
             *fitted_table(console, paired, drop=("model TCR", "ref TCR"), optional=("90% CI", "p", "pairs"),
                           title=f"AgentFloor: paired comparison against {ref} "
                                 f"(margin ±{summary.paired.margin_pp:g} pp, Holm-adjusted)"),
-            Text("yes = holds after Holm adjustment, yes† = unadjusted only, too few = insufficient evidence: "
-                 f"fewer than {summary.paired.n_min_pairs} pairs, too few to certify the margin at all. "
+            Text("yes = holds after Holm adjustment, yes† = unadjusted only, no = refuted (the interval excludes "
+                 "it); insufficient evidence: too few = "
+                 f"fewer than {summary.paired.n_min_pairs} pairs, too few to certify the margin at all, unclear = the "
+                 "interval straddles the margin. "
                  + decision_caption(summary) + " " + interval_caption(summary) + " "
                  f"b/c: McNemar's discordant pairs, only the model / only {ref} passed.", style="dim")])
     failures = failure_table(summary)
@@ -157,6 +161,12 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
     groups.append(fitted_table(  # cost and wall per pass depend on timings: they are in the table above
         console, recipes, drop=("cost/pass", "wall/pass"), wrap=[h for h in recipes.headers if h.startswith("τ")],
         title="AgentFloor: deployment recipes (smallest model whose 95% CI lower bound on TCR clears τ)"))
+    why = recipes_note(summary)
+    if why:
+        groups[-1].append(Text(why, style="dim"))
+    undecided = paired_undecided(summary)
+    if undecided:
+        groups[-1].append(Text(undecided, style="dim"))
     if summary.warnings:
         groups.append([Text(f"warning: {safe_text(w, multiline=False)}", style="yellow") for w in summary.warnings])
     for i, group in enumerate(groups):

@@ -128,3 +128,47 @@ def min_pairs_to_certify(margin_pp: float, tail: float, method: str = "guarded")
         return 1
     z = z_of(tail)
     return int(math.floor(z * z * (1.0 - m) / m)) + 1
+
+
+#: the most pairs a sample-size search looks at (a tier of 25 items x 4,000 runs): beyond, "more than"
+MAX_PAIRS = 100_000
+
+
+def tango_bounds_at(rate_b: float, rate_c: float, n: int, tail: float) -> tuple[float, float]:
+    """Tango's interval (fractions) for the *expected* table of ``n`` pairs with discordance rates
+    ``rate_b`` (only the model passes) and ``rate_c`` (only the reference passes)."""
+    lo, hi = tango(rate_b * n, rate_c * n, n, tail)
+    return float(lo[0]), float(hi[0])
+
+
+def pairs_needed(rate_b: float, rate_c: float, margin_pp: float, tail: float, *, refute: bool = False,
+                 n_max: int = MAX_PAIRS) -> int | None:
+    """Fewest pairs at which the expected table certifies non-inferiority at ``-margin`` (lower bound
+    above it) or, with ``refute``, excludes it (upper bound at or below it); None beyond ``n_max``.
+
+    The expected table is the one with ``b = n * rate_b`` and ``c = n * rate_c``: a sample-size figure
+    with roughly even odds, not a power calculation. The search assumes the bound moves monotonically
+    towards ``rate_b - rate_c`` as ``n`` grows (a score interval for fixed rates does), and is exact
+    under that assumption (doubling, then bisection on integers).
+    """
+    m = margin_pp / 100.0
+    if not 0 <= rate_b <= 1 or not 0 <= rate_c <= 1 or rate_b + rate_c > 1 + 1e-12:
+        raise ValueError(f"discordance rates must be in [0, 1] with a sum <= 1, got {rate_b}, {rate_c}")
+
+    def ok(n: int) -> bool:
+        lo, hi = tango_bounds_at(rate_b, rate_c, n, tail)
+        return hi <= -m if refute else lo > -m
+
+    delta = rate_b - rate_c
+    if (refute and delta >= -m) or (not refute and delta <= -m):
+        return None  # the expected table never decides: its centre lies on the other side of the margin
+    hi_n = 1
+    while not ok(hi_n):
+        if hi_n >= n_max:
+            return None
+        hi_n = min(2 * hi_n, n_max)
+    lo_n = hi_n // 2  # ok(lo_n) is False (or lo_n == 0)
+    while hi_n - lo_n > 1:
+        mid = (lo_n + hi_n) // 2
+        lo_n, hi_n = (lo_n, mid) if ok(mid) else (mid, hi_n)
+    return hi_n

@@ -36,10 +36,13 @@ above ``-m`` and equivalence when that CI lies inside ``(-m, +m)``, i.e. each on
 ``alpha / 2``; ``"one-sided"`` uses the ``1 - 2 alpha`` (90 %) CI, the textbook one-sided 95 %
 bound and TOST. Holm adjusts within a family at the same per-test level.
 
-Insufficient evidence: ``n_min_pairs`` is the fewest pairs with which even a table without a
-discordant pair could clear the margin under the method in force
-(:func:`.intervals.min_pairs_to_certify`); a claim that is not established on fewer pairs is
-reported as ``"insufficient evidence"`` rather than ``"no"``.
+Three outcomes per claim (``noninferiority_verdict``, ``equivalence_verdict``): ``"yes"`` when it
+is certified, ``"no"`` only when it is refuted (the decision interval excludes it: for
+non-inferiority its upper end is at or below ``-m``; for equivalence it lies wholly outside
+``(-m, +m)``), and ``"insufficient evidence"`` otherwise: the interval holds both outcomes.
+``n_min_pairs`` is the fewest pairs with which even a table without a discordant pair could clear
+the margin (:func:`.intervals.min_pairs_to_certify`); below it a claim can only be refuted.
+Refutations are read unadjusted (Holm adjusts the certifications).
 
 Exact McNemar: ``b`` = pairs where the model passes and the reference fails, ``c`` the reverse;
 ``p = binomtest(b, b + c, 0.5).pvalue`` (two-sided), ``1.0`` when ``b + c = 0``.
@@ -48,13 +51,14 @@ Exact McNemar: ``b`` = pairs where the model passes and the reference fails, ``c
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import binomtest
 
 from .bootstrap import ClusterSums, bootstrap_sums, cluster_sums, order_bounds, ratio_replicates
-from .intervals import min_pairs_to_certify, tango, tango_pvalues
+from .intervals import min_pairs_to_certify, pairs_needed, tango, tango_pvalues, z_of
 from .multiplicity import holm
 from .records import OVERALL, Cluster, RunTable, expand_scopes, scopes_of
 
@@ -128,11 +132,33 @@ def check_margin(margin_pp: float) -> None:
         raise ValueError(f"margin_pp must be between 0 and 100 percentage points, got {margin_pp:g}")
 
 
-def claim_verdict(holds: bool, n_pairs: int, n_min: int) -> str:
-    """``yes``; ``insufficient evidence`` when too few pairs to certify at all; else ``no``."""
+def claim_verdict(holds: bool, refuted: bool) -> str:
+    """``yes`` (certified), ``no`` (refuted: the decision interval excludes the claim), else
+    ``insufficient evidence`` (the interval holds both outcomes, e.g. too few pairs)."""
     if holds:
         return "yes"
-    return INSUFFICIENT if n_pairs < n_min else "no"
+    return "no" if refuted else INSUFFICIENT
+
+
+def pairs_to_decide(test: PairedTest, margin_pp: float, tail: float, decision: str) -> int | None:
+    """About how many pairs would certify or refute the claim if the observed rates held.
+
+    The larger of two figures: Tango's interval for the expected table (:func:`pairs_needed`), and
+    the cluster bootstrap's observed half-width shrunk as 1/sqrt(n) (it carries the clustering of
+    runs within a (variant, instance, run) unit, which Tango's pairs-as-independent figure does not).
+    """
+    n, delta = test.n_pairs, (test.delta_pp or 0.0)
+    rb, rc = test.mcnemar_b / n, test.mcnemar_c / n
+    score = pairs_needed(rb, rc, margin_pp, tail) or pairs_needed(rb, rc, margin_pp, tail, refute=True)
+    if score is None or test.boot_ci95_low_pp is None or test.boot_ci95_high_pp is None:
+        return score
+    scale = 1.0 if decision == "two-sided" else z_of(tail) / z_of(tail / 2)
+    if delta > -margin_pp:  # certify: delta - half * sqrt(n / N) > -m
+        half, room = (delta - test.boot_ci95_low_pp) * scale, delta + margin_pp
+    else:  # refute: delta + half * sqrt(n / N) <= -m
+        half, room = (test.boot_ci95_high_pp - delta) * scale, -margin_pp - delta
+    boot = math.floor(n * (half / room) ** 2) + 1 if room > 0 else None
+    return max(score, boot) if boot is not None else score
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +231,10 @@ def _make_test(r: dict[str, np.ndarray], i: int, *, model: str, reference: str, 
     n_min = min_pairs_to_certify(margin_pp, tail, interval_method)
     ni = bool(has and pl < tail)
     eq = bool(has and max(pl, pu) < tail)
+    # the decision interval: the 95 % CI for the two-sided reading, the 90 % CI for the one-sided one
+    lo, hi = (r["lo95"][i], r["hi95"][i]) if decision == "two-sided" else (r["lo90"][i], r["hi90"][i])
+    ni_refuted = bool(has and hi <= -margin_pp + _TIE_TOL)
+    eq_refuted = bool(has and (hi <= -margin_pp + _TIE_TOL or lo >= margin_pp - _TIE_TOL))
     return PairedTest(
         model=model, reference=reference, scope=scope, n_pairs=n, n_unpaired_model=unpaired_m,
         n_unpaired_ref=unpaired_r, n_units=int(r["n_units"][i]),
@@ -219,7 +249,7 @@ def _make_test(r: dict[str, np.ndarray], i: int, *, model: str, reference: str, 
         mcnemar_b=b, mcnemar_c=c, p_mcnemar=mcnemar_exact(b, c),
         interval_method=interval_method, decision=decision, n_min_pairs=n_min,
         boot_ci95_low_pp=_opt(r["blo95"][i]) if has else None, boot_ci95_high_pp=_opt(r["bhi95"][i]) if has else None,
-        noninferiority_verdict=claim_verdict(ni, n, n_min), equivalence_verdict=claim_verdict(eq, n, n_min),
+        noninferiority_verdict=claim_verdict(ni, ni_refuted), equivalence_verdict=claim_verdict(eq, eq_refuted),
     )
 
 

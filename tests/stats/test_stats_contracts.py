@@ -123,9 +123,9 @@ def test_decision_tail_and_verdicts() -> None:
     assert decision_tail(0.05, "two-sided") == 0.025 and decision_tail(0.05, "one-sided") == 0.05
     with pytest.raises(ValueError, match=r"^decision must be 'two-sided' or 'one-sided', got 'both'"):
         decision_tail(0.05, "both")
-    assert claim_verdict(True, 0, 99) == "yes"
-    assert claim_verdict(False, 4, 5) == "insufficient evidence"
-    assert claim_verdict(False, 5, 5) == "no"
+    assert claim_verdict(True, False) == "yes"
+    assert claim_verdict(False, False) == "insufficient evidence"  # the interval holds both outcomes
+    assert claim_verdict(False, True) == "no"  # refuted: the interval excludes the claim
 
 
 def test_normalise_cluster() -> None:

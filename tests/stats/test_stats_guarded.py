@@ -226,3 +226,19 @@ def test_paper_method_reproduces_table1_frame_a() -> None:
     ga = g.paired.tests["gemma4:26b"]["A"]
     assert ga.ci95_low_pp < s.paired.tests["gemma4:26b"]["A"].ci95_low_pp
     assert g.paired.tests["gemma4:26b"]["A0"].noninferior  # 9 wins, no loss: still non-inferior
+
+
+def test_paired_claims_have_three_outcomes() -> None:
+    """certified (yes), refuted (no: the decision interval excludes the claim), insufficient evidence."""
+    from pytest_agentfloor.stats.paired import paired_compare
+
+    worse = paired_compare(np.zeros(25, bool), np.ones(25, bool), margin_pp=10, n_boot=500)
+    assert worse.ci95_high_pp <= -10 and worse.n_pairs < worse.n_min_pairs
+    assert (worse.noninferiority_verdict, worse.equivalence_verdict) == ("no", "no")  # few pairs, still refuted
+    better = paired_compare(np.ones(25, bool), np.zeros(25, bool), margin_pp=10, n_boot=500)
+    assert (better.noninferiority_verdict, better.equivalence_verdict) == ("yes", "no")  # far above +10: not equal
+    wide = paired_compare(np.arange(40) % 10 != 0, np.ones(40, bool), margin_pp=10, n_boot=500)
+    assert wide.ci95_low_pp < -10 < wide.ci95_high_pp
+    assert wide.noninferiority_verdict == "insufficient evidence"
+    same = paired_compare(np.ones(50, bool), np.ones(50, bool), margin_pp=10, n_boot=500)
+    assert (same.noninferiority_verdict, same.equivalence_verdict) == ("yes", "yes")

@@ -108,7 +108,8 @@ def test_bootstrap_p_exactly_at_the_level_is_no_claim() -> None:
     assert t.p_noninferiority == 0.025 and t.p_equivalence == 0.025
     assert not t.noninferior  # x__make_test__mutmut_47: "<=" would claim non-inferiority at p == 0.025
     assert not t.equivalent  # x__make_test__mutmut_55: "<=" would claim equivalence at p == 0.025
-    assert (t.noninferiority_verdict, t.equivalence_verdict) == ("no", "no")
+    # not refuted either (the interval reaches above -20 pp): insufficient evidence, three outcomes
+    assert (t.noninferiority_verdict, t.equivalence_verdict) == (INSUFFICIENT, INSUFFICIENT)
     # a hair more level and both claims hold (0.025 < 0.0251): the tie, not the data, decides above
     loose = paired_compare(pm, np.ones(n, bool), margin_pp=20, n_boot=n_boot, seed=seed, alpha=0.0502,
                            interval_method="paper")
