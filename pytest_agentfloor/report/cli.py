@@ -14,12 +14,8 @@ from pathlib import Path
 
 from ..reportdir import read_session
 from ..results import read_records, usable_runs
+from .args import OneLineParser as _Parser
 from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, read_probe, write_reports
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def parser() -> argparse.ArgumentParser:
