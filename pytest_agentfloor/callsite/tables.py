@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..report.files import DASH, TextTable, ci_pct, pct, pval, tokens, usd
+from ..report.format import DASH, TextTable, ci_pct, pct, pval, tokens, usd
 from .stats import CallSiteSummary
 
 POLICY_TEXT = {

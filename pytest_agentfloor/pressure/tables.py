@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from ..report.files import DASH, TextTable, ci_pp, pct, pval, signed
+from ..report.format import DASH, TextTable, ci_pp, pct, pval, signed
 
 LABEL = {"V": "V 128-8", "W": "W high-low", "linked": "linked-raw", "VxW": "V x W", "VxD": "V x linked",
          "WxD": "W x linked", "compact": "compact-raw", "typed": "typed-raw"}

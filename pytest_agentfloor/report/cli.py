@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: cannot write {out / VIEWER_FILE} ({exc})", file=sys.stderr)
         return 2
     if args.print_tables:
-        from .sections import compute_sections, section_text
-        from .terminal import render_text
+        from .sections import compute_sections
+        from .terminal import render_text, section_text
 
         width = max(shutil.get_terminal_size((120, 24)).columns, 80)
         sections = compute_sections(prepare_records(records)[0], meta, reference=args.reference,

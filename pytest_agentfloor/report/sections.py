@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .files import TextTable
+from .format import TextTable
 
 
 @dataclass(frozen=True)
@@ -77,56 +77,3 @@ def section_tables(sections: Mapping[str, Any]) -> list[tuple[ReportSection, lis
 def is_ladder(record: Mapping[str, Any]) -> bool:
     """Records the ladder's statistics read (call-site and other kinds report in their sections)."""
     return record.get("kind") in (None, "episode")  # pressure cells report in their own section
-
-
-def section_markdown(sections: Mapping[str, Any]) -> str:
-    from .markdown import md_table
-
-    from ..render import safe_markdown_text
-
-    parts = []
-    for section, tabs in section_tables(sections):
-        parts += [f"# {section.title}", ""] + [md_table(t) for t in tabs]
-    # names from stored records may carry anything: no control characters or raw HTML in any line
-    return safe_markdown_text("\n".join(parts))
-
-
-def section_html(sections: Mapping[str, Any]) -> str:
-    from html import escape
-
-    from .html import html_table
-
-    parts = []
-    for section, tabs in section_tables(sections):
-        fig = section.figure(sections[section.key])
-        body = (f'<div class="chart">{fig}</div>' if fig else "") + "".join(
-            f"<h3>{escape(t.title)}</h3>{html_table(t)}" for t in tabs)
-        parts.append(f'<section id="{section.key}"><h2>{escape(section.title)}</h2>{body}</section>\n')
-    from ..render import safe_text
-
-    return safe_text("".join(parts))  # escaped already; no control character survives either
-
-
-def section_text(sections: Mapping[str, Any], *, width: int = 120, markup: bool = False) -> str:
-    import io
-
-    from rich.console import Console
-
-    from ..render import safe_text
-
-    from .terminal import fitted_table
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=markup, color_system="standard" if markup else None,
-                      highlight=False, emoji=False, no_color=not markup, legacy_windows=False)
-    for section, tabs in section_tables(sections):
-        for t in tabs:
-            if t.key in section.files_only:
-                continue
-            for part in fitted_table(console, t, title=f"AgentFloor: {t.title}",
-                                     optional=section.optional.get(t.key, ())):
-                console.print(part)
-            for note in t.notes:
-                console.print(safe_text(note), style="dim", markup=False)
-            console.print()
-    return buf.getvalue()
