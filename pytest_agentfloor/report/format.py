@@ -11,15 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..stats.records import OVERALL
-
 
 # -- number formats -------------------------------------------------------------------------
 DASH = "—"
-
-
-def scope_label(scope: str) -> str:
-    return "all" if scope == OVERALL else scope
 
 
 def pct(x: float | None, nd: int = 1) -> str:

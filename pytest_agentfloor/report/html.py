@@ -16,12 +16,12 @@ from typing import Any
 from ..grading.failure import FAILURE_NAMES
 from ..render import safe_text
 from ..stats import OVERALL, Summary
-from .format import DASH, TextTable, ci_pct, pct, scope_label, usd
+from .format import DASH, TextTable, ci_pct, pct, usd
 from .sections import section_tables
 from .tables import (
     config_line, cost_by_tier_table, cost_table, diagnostics_table, failure_modes_present, failure_table,
     instance_table, interval_caption, judge_table, models_table, paired_table, recipes_table, reliability_table,
-    tcr_long_table, unmet_table
+    scope_label, tcr_long_table, unmet_table
 )
 
 FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", "DejaVu Sans", Arial, sans-serif'

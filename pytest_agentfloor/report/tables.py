@@ -11,7 +11,12 @@ from ..grading.obligations import NAMES as OBLIGATION_NAMES
 from ..grading.obligations import ORDER as OBLIGATION_ORDER
 from ..stats import OVERALL, Summary
 from .format import (DASH, UNKNOWN, UNRELIABLE, TextTable, ci_pct, ci_pp, params, pct, pct_num, pricing_text, pval,
-                     scope_label, secs, signed, tcr_class, tokens, usd, verdict)
+                     secs, signed, tcr_class, tokens, usd, verdict)
+
+
+def scope_label(scope: str) -> str:
+    return "all" if scope == OVERALL else scope
+
 
 TERMINAL_FLAG_SHORT: dict[str, str] = {
     "truncation": "trunc", "budget": "budget", "turn_limit": "turns", "infeasible": "infeas",
