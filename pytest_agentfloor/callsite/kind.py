@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ..grading import Grade
 from ..grading.obligations import Verdict
-from ..kinds import Entry
+from ..kindspec import Entry
 from ..providers.base import MalformedReply, ProviderError
 from ..suite.loader import CaseError, _loc, read_toml
 from ..trajectory import ToolCall, Trajectory, Turn
@@ -215,6 +215,14 @@ def play_call(case: CallSiteCase, provider: Any, *, model: str, run: int = 0, pr
 class CallSiteKind:
     name = "callsite"
     markers = MARKERS
+    folder: str | None = "callsite"
+    declared = True
+
+    def sections(self) -> list[Any]:
+        """The call-site section of every report (statistics imported only when a report is built)."""
+        from .tables import section
+
+        return [section()]
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         entries = []
@@ -236,6 +244,8 @@ class InstallationKind:
 
     name = "installation"
     markers: dict[str, str] = {}
+    folder: str | None = None  # read by the tables that name it, never collected
+    declared = True
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         try:

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from dataclasses import dataclass, field
 
 from ..grading import Grade
-from ..kinds import Entry, EpisodeKind
+from ..kindspec import Entry
+from ..suite.kind import EpisodeKind
 from ..suite.loader import CaseError, _loc
 from .compiler import LANES, cell_name, cells, compile_cell
 from .encoding import ENCODINGS
@@ -52,6 +53,14 @@ def cell_markers(variant: str, instance: str) -> tuple[str, ...]:
 class PressureKind(EpisodeKind):
     name = "pressure"
     markers = MARKERS
+    folder: str | None = "pressure"
+    declared = True
+
+    def sections(self) -> list[Any]:
+        """The controlled-pressure section of every report."""
+        from .tables import section
+
+        return [section()]
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         try:

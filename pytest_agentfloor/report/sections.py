@@ -1,8 +1,10 @@
 """Report sections contributed by case kinds, through one registry.
 
 The ladder's tables are the report's body; another kind (call sites) adds a section: a
-statistic computed from the run records plus the tables that show it. Every output (terminal,
-summary.json, report.md, report.html) walks the same registry, so a kind never edits them.
+statistic computed from the run records plus the tables that show it. A kind hands its sections
+over through its ``sections()`` (kindspec.kind_sections); every writer (terminal, summary.json,
+report.md, report.html) walks this one registry, so a kind never edits them, and this module
+imports none of the writers or kinds at import time.
 """
 
 from __future__ import annotations
@@ -35,24 +37,19 @@ def register_section(section: ReportSection) -> None:
 
 
 def _builtin() -> None:
-    if "callsite" not in SECTIONS:
-        from ..callsite import stats, tables
+    """The sections of the registered case kinds (each kind's ``sections()``), once."""
+    global _kinds_read
+    if not _kinds_read:
+        from ..kinds import all_kinds
+        from ..kindspec import kind_sections
 
-        register_section(ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha, options:
-                                       stats.summarise(recs, meta, reference=reference, alpha=alpha,
-                                                       weights=options.get("callsite_weights")),
-                                       tables.tables, tables.scatter_svg, tables.TERMINAL_OPTIONAL,
-                                       frozenset({"callsite_groups"})))
-    if "pressure" not in SECTIONS:
-        from ..pressure import tables as ptables
-        from ..stats import pressure as pstats
+        for kind in all_kinds():
+            for section in kind_sections(kind):
+                SECTIONS.setdefault(section.key, section)  # one registered by hand (a test) stays
+        _kinds_read = True
 
-        register_section(ReportSection("pressure", "Controlled pressures",
-                                       lambda recs, meta, reference, alpha, options: pstats.summarise(recs),
-                                       ptables.tables, ptables.failure_svg,
-                                       {"pressure_contrasts_routed": ptables.OPTIONAL,
-                                        "pressure_contrasts_fixed": ptables.OPTIONAL},
-                                       frozenset({"pressure_failures"})))
+
+_kinds_read = False
 
 
 def compute_sections(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None, *,
