@@ -70,10 +70,11 @@ def _entry_points() -> list[metadata.EntryPoint]:
 def _load(ep: metadata.EntryPoint) -> CaseKind:
     try:
         target = ep.load()
+        # a class or a factory is called; an object that already is a kind is used as it is
+        kind = target if hasattr(target, "entries") and not isinstance(target, type) else target()
     except Exception as exc:  # a broken plug-in names itself, not a traceback of importlib
         raise KindPluginError(f"{ENTRY_POINT_GROUP} entry point {ep.name} = {ep.value!r} "
                               f"could not be loaded: {type(exc).__name__}: {exc}") from exc
-    kind = target() if isinstance(target, type) or not hasattr(target, "entries") else target
     missing = [a for a in ("name", "markers", "entries", "play", "grade") if not hasattr(kind, a)]
     if missing:
         raise KindPluginError(f"{ENTRY_POINT_GROUP} entry point {ep.name} = {ep.value!r} is not a case kind: "
