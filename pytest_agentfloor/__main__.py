@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("pytest_agentfloor.compare", "compare stored runs: paired differences, changed items, gate verdict"),
     "view": ("pytest_agentfloor.report.viewer", "write (or serve) the transcript viewer for runs.jsonl files"),
     "judge-audit": ("pytest_agentfloor.judge.audit", "agreement of a judge with the labelled audit set"),
+    "options-doc": ("pytest_agentfloor.optionsdoc", "print docs/options.md, the option reference, from the parser"),
 }
 
 
