@@ -62,7 +62,7 @@ def _entry_points() -> list[metadata.EntryPoint]:
             raise KindPluginError(f"{ENTRY_POINT_GROUP}: two entry points name the kind {ep.name!r} "
                                   f"({other.value} and {ep.value}); uninstall one")
         found[ep.name] = ep
-    builtin = [found.pop(name, None) or metadata.EntryPoint(name, value, ENTRY_POINT_GROUP)
+    builtin = [found.pop(name) if name in found else metadata.EntryPoint(name, value, ENTRY_POINT_GROUP)
                for name, value in BUILTIN_KINDS.items()]
     return builtin + [found[name] for name in sorted(found)]
 
@@ -71,7 +71,7 @@ def _load(ep: metadata.EntryPoint) -> CaseKind:
     try:
         target = ep.load()
         # a class or a factory is called; an object that already is a kind is used as it is
-        kind = target if hasattr(target, "entries") and not isinstance(target, type) else target()
+        kind: CaseKind = target if hasattr(target, "entries") and not isinstance(target, type) else target()
     except Exception as exc:  # a broken plug-in names itself, not a traceback of importlib
         raise KindPluginError(f"{ENTRY_POINT_GROUP} entry point {ep.name} = {ep.value!r} "
                               f"could not be loaded: {type(exc).__name__}: {exc}") from exc
@@ -111,9 +111,9 @@ def _folders() -> list[tuple[str, bool, re.Pattern[str]]]:
     """(folder pattern, whether the file must declare its kind, the declaration) of every collected kind."""
     global _FOLDERS
     if _FOLDERS is None:
-        _FOLDERS = [(k.folder, bool(getattr(k, "declared", True)),
+        _FOLDERS = [(folder, bool(getattr(k, "declared", True)),
                      re.compile(rf'^kind\s*=\s*["\']{re.escape(k.name)}["\']', re.M))
-               for k in all_kinds() if getattr(k, "folder", None)]
+               for k in all_kinds() if (folder := getattr(k, "folder", None))]
     return _FOLDERS
 
 

@@ -10,7 +10,29 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # types only: this module imports nothing of the package at run time
+    from .config import ModelConfig
+    from .grading import Grade
+    from .options import Settings
+    from .providers.base import Provider
+    from .trajectory import Trajectory
+
+
+class KindCase(Protocol):
+    """What the shared path reads of any kind's resolved case (records, node ids, resume keys)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def tier(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def instance(self) -> str: ...
+    @property
+    def content_hash(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -21,7 +43,7 @@ class Entry:
     content_hash: str
     specs: tuple[tuple[str, str], ...]  # (variant, instance) pairs, in item order
     markers: tuple[str, ...]  # marker names the items carry (registered by the plugin)
-    resolve: Callable[[str, str], Any] = field(compare=False, repr=False)
+    resolve: Callable[[str, str], Any] = field(compare=False, repr=False)  # -> the kind's KindCase
     #: markers that differ between the items of one entry (a pressure cell's V, W, D and lane)
     spec_markers: Callable[[str, str], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
@@ -32,7 +54,9 @@ class CaseKind(Protocol):
 
     ``play`` returns a :class:`~pytest_agentfloor.trajectory.Trajectory` and ``grade`` a
     :class:`~pytest_agentfloor.grading.Grade` (or a subclass with ``facets``); everything after
-    them (records, resume, xdist, statistics, reports) is shared by every kind.
+    them (records, resume, xdist, statistics, reports) is shared by every kind. A case is typed
+    ``Any`` here because each kind has its own (ResolvedCase, CallSiteCase, ...): a Protocol
+    parameter cannot be narrowed by an implementation.
     """
 
     #: the value of a case file's ``kind`` key (the ladder's files, which have none, are ``episode``)
@@ -46,9 +70,11 @@ class CaseKind(Protocol):
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]: ...
 
-    def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any: ...
+    def play(self, settings: Settings, case: Any, model: ModelConfig, provider: Provider, run: int) -> Trajectory:
+        """`case` is what the entry's resolve returned (the kind's own KindCase type)."""
 
-    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any: ...
+    def grade(self, case: Any, trajectory: Trajectory, hook: Any) -> Grade:
+        """`hook` is pytest's hook relay (``item.ihook``), or None outside pytest (regrade)."""
 
 
 def kind_sections(kind: object) -> Sequence[Any]:

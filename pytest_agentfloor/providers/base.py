@@ -26,7 +26,7 @@ from .endpoints import endpoint as shared_endpoint
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
-    from ..suite.schema import ResolvedCase
+    from ..kindspec import KindCase
 
 T = TypeVar("T")
 
@@ -122,7 +122,7 @@ class Provider(Protocol):
     config: "ModelConfig"
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase") -> Reply: ...
+                 case: "KindCase") -> Reply: ...
     # the judge also passes json_reply=True (JSON mode where the API has one); openai, ollama and
     # local accept it
 

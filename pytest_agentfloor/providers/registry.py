@@ -33,12 +33,12 @@ def make_provider(config: "ModelConfig", *, turns: int | None = None) -> Provide
     if config.is_pool:  # replicas of one model: one provider per URL behind a balancer
         from .pool import make_pool
 
-        return make_pool(config, lambda replica: make_provider(replica, turns=turns))  # type: ignore[return-value]
+        return make_pool(config, lambda replica: make_provider(replica, turns=turns))
     target = _REGISTRY.get(config.provider)
     if target is None:
         raise NotImplementedError(f"provider {config.provider!r} is not available yet")
     module, _, cls = target.partition(":")
-    provider = getattr(importlib.import_module(module), cls)(config)
+    provider: Provider = getattr(importlib.import_module(module), cls)(config)
     if turns and hasattr(provider, "episode_turns"):
         provider.episode_turns = turns
     return provider

@@ -6,8 +6,9 @@ A module of its own so that each command imports it without importing another co
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 
 class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(2, f"{self.prog}: error: {message}\n")

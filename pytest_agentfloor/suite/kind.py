@@ -4,11 +4,20 @@ like any other kind; the pressure kind plays and grades its cells the same way."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..kindspec import Entry
 from .loader import parse_case, resolve
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+    from ..grading import Grade
+    from ..options import Settings
+    from ..providers.base import Provider
+    from ..trajectory import Trajectory
+    from .schema import ResolvedCase
 
 
 class EpisodeKind:
@@ -23,9 +32,9 @@ class EpisodeKind:
         case = parse_case(data, path)
         variants = sorted(case.prompts, key=lambda v: int(v[1:]))
         instances = ["i0", *sorted(case.instances, key=lambda i: int(i[1:]))]
-        cache: dict[tuple[str, str], Any] = {}
+        cache: dict[tuple[str, str], ResolvedCase] = {}
 
-        def _resolve(variant: str, instance: str) -> Any:
+        def _resolve(variant: str, instance: str) -> ResolvedCase:
             if (variant, instance) not in cache:
                 cache[(variant, instance)] = resolve(case, variant, instance, content_hash)
             return cache[(variant, instance)]
@@ -33,7 +42,8 @@ class EpisodeKind:
         return [Entry(case.id, content_hash, tuple((v, i) for v in variants for i in instances),
                       ("ladder", f"tier_{case.tier}"), _resolve)]
 
-    def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any:
+    def play(self, settings: Settings, case: ResolvedCase, model: ModelConfig, provider: Provider,
+             run: int) -> Trajectory:
         from ..episode import run_episode
         from ..grading import remaining_steps
 
@@ -41,7 +51,8 @@ class EpisodeKind:
                            protocol=settings.protocol, timeout_s=settings.episode_timeout,
                            remaining_steps=remaining_steps)
 
-    def grade(self, case: Any, trajectory: Any, hook: Any, judgments: Any = None) -> Any:
+    def grade(self, case: ResolvedCase, trajectory: Trajectory, hook: Any,
+              judgments: Mapping[str, Any] | None = None) -> Grade:
         """`judgments`: the semantic verdicts by predicate (judge.assess), when the item has any."""
         from ..grading import grade
 
