@@ -102,7 +102,7 @@ def _pct(x: float | None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .report.cli import _Parser
+    from .report.args import OneLineParser as _Parser
 
     p = _Parser(prog="python -m pytest_agentfloor compare",
                 description="Compare stored runs: paired differences, changed items and the gate verdict. "

@@ -6,9 +6,11 @@ public view of a configuration (`public()`) is what records and reports may carr
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -213,8 +215,6 @@ def is_hosted(public: Any) -> bool:
     if pricing.get("hourly_usd") is not None:
         return False
     if cfg.get("provider") == "openai":
-        from .providers.base import is_loopback
-
         urls = cfg.get("base_url")
         urls = [urls] if isinstance(urls, str) else list(urls or [])
         return not urls or not all(isinstance(u, str) and is_loopback(u) for u in urls)
@@ -316,3 +316,17 @@ def load_models(path: Path | None) -> dict[str, ModelConfig]:
                 msg = "unknown field"
             raise ConfigError(f"{path}: models.{name}{'.' + loc if loc else ''}: {msg}") from None
     return models
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url` names this machine (localhost, 127.0.0.0/8, ::1): such requests never use a proxy."""
+    try:
+        host = (urlsplit(url if "//" in url else f"http://{url}").hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

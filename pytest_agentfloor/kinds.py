@@ -5,97 +5,140 @@ kind turns the parsed file into entries (one per case, with its markers and (var
 specs), plays one resolved case into a Trajectory and grades it. Everything after the
 Trajectory (records, user_properties, xdist, resume, statistics, reports) is shared and does
 not ask which kind produced it.
+
+Kinds are plug-ins: each is an entry point of the ``agentfloor.kinds`` group (pyproject.toml),
+the built-in ones exactly as a third-party package's (docs/kinds.md). This module imports none
+of them; it loads the group's entry points on first use.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Protocol
 
-from .suite.loader import CaseError, parse_case, read_toml, resolve
+from .kindspec import CaseKind, Entry
+from .suite.loader import CaseError, read_toml
 
+__all__ = ["BUILTIN_KINDS", "ENTRY_POINT_GROUP", "CaseKind", "Entry", "KindPluginError", "all_kinds",
+           "holds_cases", "is_case_file", "kind_named", "load_file", "register_kind"]
 
-@dataclass(frozen=True)
-class Entry:
-    """One case of a file, ready to be expanded into items."""
+ENTRY_POINT_GROUP = "agentfloor.kinds"
 
-    id: str
-    content_hash: str
-    specs: tuple[tuple[str, str], ...]  # (variant, instance) pairs, in item order
-    markers: tuple[str, ...]  # marker names the items carry (registered by the plugin)
-    resolve: Callable[[str, str], Any] = field(compare=False, repr=False)
-    #: markers that differ between the items of one entry (a pressure cell's V, W, D and lane)
-    spec_markers: Callable[[str, str], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
-
-
-class CaseKind(Protocol):
-    name: str
-    #: marker name -> description, registered at configure time
-    markers: dict[str, str]
-
-    def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]: ...
-
-    def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any: ...
-
-    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any: ...
+#: the built-in kinds' entry points, as pyproject.toml declares them (a test keeps the two equal).
+#: Used only for names the installed metadata lacks: an install made before a kind was added
+#: (an editable install registers entry points when it is made) still finds every built-in.
+BUILTIN_KINDS: dict[str, str] = {
+    "episode": "pytest_agentfloor.suite.kind:EpisodeKind",
+    "callsite": "pytest_agentfloor.callsite.kind:CallSiteKind",
+    "installation": "pytest_agentfloor.callsite.kind:InstallationKind",
+    "pressure": "pytest_agentfloor.pressure.kind:PressureKind",
+}
 
 
-class EpisodeKind:
-    """The ladder: one case per file, expanded over prompt variants and instances."""
-
-    name = "episode"
-    markers: dict[str, str] = {"ladder": "an AgentFloor ladder case (tiers A0-E); `-m ladder` selects the ladder alone"}
-
-    def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
-        case = parse_case(data, path)
-        variants = sorted(case.prompts, key=lambda v: int(v[1:]))
-        instances = ["i0", *sorted(case.instances, key=lambda i: int(i[1:]))]
-        cache: dict[tuple[str, str], Any] = {}
-
-        def _resolve(variant: str, instance: str) -> Any:
-            if (variant, instance) not in cache:
-                cache[(variant, instance)] = resolve(case, variant, instance, content_hash)
-            return cache[(variant, instance)]
-
-        return [Entry(case.id, content_hash, tuple((v, i) for v in variants for i in instances),
-                      ("ladder", f"tier_{case.tier}"), _resolve)]
-
-    def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any:
-        from .episode import run_episode
-        from .grading import remaining_steps
-
-        return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
-                           protocol=settings.protocol, timeout_s=settings.episode_timeout,
-                           remaining_steps=remaining_steps)
-
-    def grade(self, case: Any, trajectory: Any, hook: Any, judgments: Any = None) -> Any:
-        """`judgments`: the semantic verdicts by predicate (judge.assess), when the item has any."""
-        from .grading import grade
-
-        return grade(case, trajectory, hook, judgments)
+class KindPluginError(Exception):
+    """An ``agentfloor.kinds`` entry point that cannot be loaded or does not make a kind."""
 
 
-_DECLARED_KIND = {name: re.compile(rf'^kind\s*=\s*["\']{name}["\']', re.M) for name in ("callsite", "pressure")}
+KINDS: dict[str, CaseKind] = {}
+_loaded = False
+
+
+def register_kind(kind: CaseKind) -> None:
+    """Add (or replace) a kind by its name; entry points call this through :func:`all_kinds`."""
+    global _FOLDERS
+    KINDS[kind.name] = kind
+    _FOLDERS = None
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    """The group's entry points: the built-ins first (from the metadata, else BUILTIN_KINDS), then the rest by name."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        other = found.get(ep.name)
+        if other is not None and other.value != ep.value:
+            raise KindPluginError(f"{ENTRY_POINT_GROUP}: two entry points name the kind {ep.name!r} "
+                                  f"({other.value} and {ep.value}); uninstall one")
+        found[ep.name] = ep
+    builtin = [found.pop(name) if name in found else metadata.EntryPoint(name, value, ENTRY_POINT_GROUP)
+               for name, value in BUILTIN_KINDS.items()]
+    return builtin + [found[name] for name in sorted(found)]
+
+
+def _load(ep: metadata.EntryPoint) -> CaseKind:
+    try:
+        target = ep.load()
+        # a class or a factory is called; an object that already is a kind is used as it is
+        kind: CaseKind = target if hasattr(target, "entries") and not isinstance(target, type) else target()
+    except Exception as exc:  # a broken plug-in names itself, not a traceback of importlib
+        raise KindPluginError(f"{ENTRY_POINT_GROUP} entry point {ep.name} = {ep.value!r} "
+                              f"could not be loaded: {type(exc).__name__}: {exc}") from exc
+    missing = [a for a in ("name", "markers", "entries", "play", "grade") if not hasattr(kind, a)]
+    if missing:
+        raise KindPluginError(f"{ENTRY_POINT_GROUP} entry point {ep.name} = {ep.value!r} is not a case kind: "
+                              f"no {', '.join(missing)} (see docs/kinds.md)")
+    if kind.name != ep.name:
+        raise KindPluginError(f"{ENTRY_POINT_GROUP} entry point {ep.name} = {ep.value!r} makes a kind named "
+                              f"{kind.name!r}; the entry point's name must be the kind's name")
+    return kind
+
+
+def _plugins() -> None:
+    global _loaded
+    if not _loaded:
+        for ep in _entry_points():
+            if ep.name not in KINDS:  # a kind registered by hand (a test) stays
+                register_kind(_load(ep))
+        _loaded = True
+
+
+def kind_named(name: str) -> CaseKind:
+    _plugins()
+    return KINDS[name]
+
+
+def all_kinds() -> list[CaseKind]:
+    _plugins()
+    return list(KINDS.values())
+
+
+_FOLDERS: list[tuple[str, bool, re.Pattern[str]]] | None = None
+
+
+def _folders() -> list[tuple[str, bool, re.Pattern[str]]]:
+    """(folder pattern, whether the file must declare its kind, the declaration) of every collected kind."""
+    global _FOLDERS
+    if _FOLDERS is None:
+        _FOLDERS = [(folder, bool(getattr(k, "declared", True)),
+                     re.compile(rf'^kind\s*=\s*["\']{re.escape(k.name)}["\']', re.M))
+               for k in all_kinds() if (folder := getattr(k, "folder", None))]
+    return _FOLDERS
 
 
 def is_case_file(path: Path) -> bool:
-    """A ladder case (``tier_*/ID.toml``) or a call-site table (``callsite/*.toml`` declaring the kind).
+    """A file some kind collects: a ladder case (``tier_*/ID.toml``), or a TOML file in a kind's
+    folder that declares that kind (``callsite/*.toml`` with ``kind = "callsite"``).
 
     Installation files next to the tables are read by the tables that name them, not collected;
     any other TOML (a pyproject.toml in a folder that happens to be called callsite) is left alone.
     """
     if path.suffix != ".toml":
         return False
-    if path.parent.name.startswith("tier_"):
-        return True
-    if path.parent.name in _DECLARED_KIND:
-        try:
-            return bool(_DECLARED_KIND[path.parent.name].search(path.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            return False
+    text: str | None = None
+    for pattern, declared, declaration in _folders():
+        if not fnmatchcase(path.parent.name, pattern):
+            continue
+        if not declared:
+            return True
+        if text is None:
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return False
+        if declaration.search(text):
+            return True
     return False
 
 
@@ -103,48 +146,19 @@ def holds_cases(directory: Path) -> bool:
     """Whether a directory given on the command line is (or directly holds) a folder of cases."""
     candidates = [directory, *(c for c in directory.iterdir() if c.is_dir())]
     for d in candidates:
-        if d.name.startswith("tier_"):
-            return True
-        if d.name in _DECLARED_KIND and any(is_case_file(f) for f in d.glob("*.toml")):
-            return True
+        for pattern, declared, _ in _folders():
+            if fnmatchcase(d.name, pattern) and (not declared or any(is_case_file(f) for f in d.glob("*.toml"))):
+                return True
     return False
-
-
-KINDS: dict[str, CaseKind] = {}
-
-
-def register_kind(kind: CaseKind) -> None:
-    KINDS[kind.name] = kind
-
-
-def kind_named(name: str) -> CaseKind:
-    _builtin()
-    return KINDS[name]
-
-
-def _builtin() -> None:
-    if "episode" not in KINDS:
-        register_kind(EpisodeKind())
-        from .callsite.kind import CallSiteKind, InstallationKind
-
-        register_kind(CallSiteKind())
-        register_kind(InstallationKind())
-        from .pressure.kind import PressureKind
-
-        register_kind(PressureKind())
-
-
-def all_kinds() -> list[CaseKind]:
-    _builtin()
-    return list(KINDS.values())
 
 
 def load_file(path: Path) -> tuple[CaseKind, list[Entry]]:
     """Read one case file and hand it to its kind; a CaseError names the file and the problem."""
-    _builtin()
+    _plugins()
     data, raw = read_toml(path)
     name = data.pop("kind", "episode")
     if name not in KINDS:
         raise CaseError(path, [f"kind: unknown case kind {name!r}; valid: {', '.join(sorted(KINDS))}"])
     kind = KINDS[name]
     return kind, kind.entries(data, Path(path), hashlib.sha256(raw).hexdigest()[:16])
+

@@ -18,7 +18,8 @@ import pytest
 from .config import ConfigError, ModelConfig, load_models
 from .corpus import CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, resolve_protocol
-from .providers.base import Provider, make_provider
+from .providers.base import Provider
+from .providers.registry import make_provider
 from .results import RunLog
 from .suite.schema import TIERS
 

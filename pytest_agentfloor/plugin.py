@@ -18,7 +18,7 @@ import pytest
 from . import hookspec, prefetch
 from .config import ModelConfig
 from .grading import grade
-from .kinds import all_kinds
+from .kinds import KindPluginError, all_kinds
 from .items import CaseFile, CaseItem, InfrastructureError, play, records_key, save_record
 from .junit import JUnitNames
 from .options import add_options, conflict_message, fallback_settings, foreign_option_names, gate_spec, \
@@ -66,7 +66,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agentfloor: an AgentFloor benchmark episode")
     for tier in TIERS:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
-    for kind in all_kinds():
+    try:
+        kinds = all_kinds()
+    except KindPluginError as exc:  # a broken third-party kind names itself, in one line
+        raise pytest.UsageError(str(exc)) from None
+    for kind in kinds:
         for name, text in kind.markers.items():
             config.addinivalue_line("markers", f"{name}: {text}")
     active = is_benchmark_run(config)

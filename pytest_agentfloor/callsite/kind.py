@@ -12,18 +12,24 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from pydantic import ValidationError
 
 from ..grading import Grade
 from ..grading.obligations import Verdict
-from ..kinds import Entry
+from ..kindspec import Entry
 from ..providers.base import MalformedReply, ProviderError
 from ..suite.loader import CaseError, _loc, read_toml
 from ..trajectory import ToolCall, Trajectory, Turn
 from .graders import GRADERS, Outcome
-from .schema import CallSiteCase, Installation, SiteTable
+from .schema import CallSiteCase, Installation, SiteCase, SiteTable
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+    from ..options import Settings
+    from ..providers.base import Provider
+    from ..report.sections import ReportSection
 
 
 MARKERS: dict[str, str] = {
@@ -70,7 +76,7 @@ def _installations(table: SiteTable, path: Path) -> dict[str, Installation]:
     return out
 
 
-def _reference(table: SiteTable, case: Any) -> str | None:
+def _reference(table: SiteTable, case: SiteCase) -> str | None:
     if case.reference is not None:
         return case.reference
     if case.label is not None:
@@ -224,7 +230,7 @@ def grade_call(case: CallSiteCase, traj: Trajectory, hook: Any = None) -> SiteGr
     return SiteGrade(first is None, outcome.verdicts, first, None, flag, facets(case, outcome))
 
 
-def play_call(case: CallSiteCase, provider: Any, *, model: str, run: int = 0, protocol: str | None = None,
+def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 0, protocol: str | None = None,
               clock: Any = time.perf_counter) -> Trajectory:
     """One request, recorded as a one-turn trajectory; never raises for model or endpoint failures."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": case.system_prompt},
@@ -253,19 +259,32 @@ def play_call(case: CallSiteCase, provider: Any, *, model: str, run: int = 0, pr
     return traj
 
 
+def _constant(case: CallSiteCase) -> Callable[[str, str], CallSiteCase]:
+    """A call-site case has one item: every (variant, instance) resolves to the case itself."""
+    return lambda variant, instance: case
+
+
 class CallSiteKind:
     name = "callsite"
     markers = MARKERS
     sends_tools = False  # the tool probe never gates these items (probe.gate)
+    folder: str | None = "callsite"
+    declared = True
+
+    def sections(self) -> list[ReportSection]:
+        """The call-site section of every report (statistics imported only when a report is built)."""
+        from .tables import section
+
+        return [section()]
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         entries = []
         for case in expand_table(data, path, content_hash):
-            entries.append(Entry(case.id, content_hash, (("v0", "i0"),), markers_of(case),
-                                 lambda v, i, _c=case: _c))
+            entries.append(Entry(case.id, content_hash, (("v0", "i0"),), markers_of(case), _constant(case)))
         return entries
 
-    def play(self, settings: Any, case: CallSiteCase, model: Any, provider: Any, run: int) -> Trajectory:
+    def play(self, settings: Settings, case: CallSiteCase, model: ModelConfig, provider: Provider,
+             run: int) -> Trajectory:
         # one request without tools: the episode protocol's budgets have nothing to limit; its name is kept
         return play_call(case, provider, model=model.name, run=run, protocol=settings.protocol.name)
 
@@ -278,6 +297,8 @@ class InstallationKind:
 
     name = "installation"
     markers: dict[str, str] = {}
+    folder: str | None = None  # read by the tables that name it, never collected
+    declared = True
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         try:
@@ -286,8 +307,9 @@ class InstallationKind:
             raise CaseError(path, _problems(exc)) from None
         return []
 
-    def play(self, settings: Any, case: Any, model: Any, provider: Any, run: int) -> Any:  # pragma: no cover
+    def play(self, settings: Settings, case: Any, model: ModelConfig, provider: Provider,
+             run: int) -> NoReturn:  # pragma: no cover
         raise TypeError("an installation has no items")
 
-    def grade(self, case: Any, trajectory: Any, hook: Any) -> Any:  # pragma: no cover
+    def grade(self, case: Any, trajectory: Trajectory, hook: Any) -> NoReturn:  # pragma: no cover
         raise TypeError("an installation has no items")

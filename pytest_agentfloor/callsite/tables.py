@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from html import escape
 
-from ..report.files import DASH, TextTable, ci_pct, pct, pval, tokens, usd
+from ..report.format import DASH, TextTable, ci_pct, pct, pval, tokens, usd
+from ..report.sections import ReportSection
 from ..render import safe_text
 from .stats import CallSiteSummary
 
@@ -144,3 +145,14 @@ def scatter_svg(s: CallSiteSummary) -> str:
         out.append(f'<text x="{x + 6:.1f}" y="{y - 6:.1f}" font-size="10">{escape(a.model)}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def section() -> ReportSection:
+    """The call-site section: statistics from the call-site records, these tables and the scatter."""
+    from . import stats
+
+    return ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha, options:
+                         stats.summarise(recs, meta, reference=reference, alpha=alpha,
+                                         weights=options.get("callsite_weights"),
+                                         verdict=options.get("callsite_verdict") or "raw"),
+                         tables, scatter_svg, TERMINAL_OPTIONAL, frozenset({"callsite_groups"}))

@@ -201,7 +201,7 @@ def answer(case: ResolvedCase, traj: Trajectory, judgments: Mapping[str, Any] | 
     text = traj.final_answer
     if not text or not text.strip():
         return Verdict("Q", False, "a final answer", "no final answer text")
-    from ..judge.predicates import predicate_of
+    from ..suite.predicates import predicate_of
 
     for check in case.gold.answer:
         judged = judgments.get(predicate_of(check)) if judgments and check.semantic else None

@@ -1,5 +1,5 @@
 """The LLM judge of the semantic predicates (issue 12): prompt, strict parsing, cache, audit.
 
-Kept import-light: the case schema imports `predicates`, and nothing here loads a client
+The predicate ids and rubrics are case data (suite/predicates.py); nothing here loads a client
 until a judge is configured.
 """

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .client import Judge, JudgeError, Judgment
-from .predicates import SemanticGroup, semantic_groups
+from ..suite.predicates import SemanticGroup, semantic_groups
 from .prompt import PROMPT_VERSION
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .client import Judge, JudgeError
-from .predicates import BUILTIN_RUBRICS
+from ..suite.predicates import BUILTIN_RUBRICS
 
 if sys.version_info >= (3, 11):
     import tomllib

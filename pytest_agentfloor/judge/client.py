@@ -100,7 +100,7 @@ class Judge:
 
     def provider(self) -> "Provider":
         if self._provider is None:
-            from ..providers.base import make_provider
+            from ..providers.registry import make_provider
 
             self._provider = (self._factory or make_provider)(self.config)
         return self._provider

@@ -43,7 +43,8 @@ def open_judge(name: str, models_file: Path, report_dir: Path, cache_mode: str =
 
     def factory(cfg: Any) -> Any:
         from ..local.session import needs_server, start_local_servers
-        from ..providers.base import ProviderError, make_provider
+        from ..providers.base import ProviderError
+        from ..providers.registry import make_provider
 
         if needs_server([cfg]):
             from ..local.model_files import ModelFileError

@@ -3,20 +3,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from dataclasses import dataclass, field
-
 from ..grading import Grade
-from ..kinds import Entry, EpisodeKind
+from ..kindspec import Entry
+from ..suite.kind import EpisodeKind
 from ..suite.loader import CaseError, _loc
 from .compiler import LANES, cell_name, cells, compile_cell
 from .encoding import ENCODINGS
 from .family import INTENTS, FamilyFile
 from .menu import MENU_SIZES
+
+if TYPE_CHECKING:
+    from ..report.sections import ReportSection
+    from ..suite.schema import ResolvedCase
+    from ..trajectory import Trajectory
 
 MARKERS: dict[str, str] = {
     "pressure": "a controlled-pressure cell (seed 002 matched variants)",
@@ -37,7 +43,7 @@ class PressureGrade(Grade):
     facets: dict[str, Any] = field(default_factory=dict)
 
 
-def cell_facets(case: Any, traj: Any) -> dict[str, Any]:
+def cell_facets(case: ResolvedCase, traj: Trajectory) -> dict[str, Any]:
     out = case.facets() or {}
     out["exposures"] = sum(t.menu_size or 0 for t in traj.turns)  # schemas shown, summed over requests
     out["distractor_calls"] = sum(1 for c in traj.calls if c.distractor)
@@ -52,6 +58,14 @@ def cell_markers(variant: str, instance: str) -> tuple[str, ...]:
 class PressureKind(EpisodeKind):
     name = "pressure"
     markers = MARKERS
+    folder: str | None = "pressure"
+    declared = True
+
+    def sections(self) -> list[ReportSection]:
+        """The controlled-pressure section of every report."""
+        from .tables import section
+
+        return [section()]
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         try:
@@ -79,7 +93,8 @@ class PressureKind(EpisodeKind):
                              spec_markers=cell_markers))
         return out
 
-    def grade(self, case: Any, trajectory: Any, hook: Any, judgments: Any = None) -> Any:
+    def grade(self, case: ResolvedCase, trajectory: Trajectory, hook: Any,
+              judgments: Mapping[str, Any] | None = None) -> PressureGrade:
         from dataclasses import fields
 
         g = super().grade(case, trajectory, hook, judgments)

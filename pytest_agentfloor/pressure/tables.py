@@ -5,7 +5,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from ..report.files import DASH, TextTable, ci_pp, pct, pval, signed
+from ..report.format import DASH, TextTable, ci_pp, pct, pval, signed
+from ..report.sections import ReportSection
 
 LABEL = {"V": "V 128-8", "W": "W high-low", "linked": "linked-raw", "VxW": "V x W", "VxD": "V x linked",
          "WxD": "W x linked", "compact": "compact-raw", "typed": "typed-raw"}
@@ -138,3 +139,14 @@ def failure_svg(s: dict[str, Any]) -> str:
                      f'<text x="{width - 126}" y="{19 + 14 * i}" font-size="10">{escape(flag)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def section() -> ReportSection:
+    """The controlled-pressure section: the contrasts of stats/pressure.py, these tables and the plot."""
+    from ..stats import pressure as pstats
+
+    return ReportSection("pressure", "Controlled pressures",
+                         lambda recs, meta, reference, alpha, options: pstats.summarise(recs),
+                         tables, failure_svg,
+                         {"pressure_contrasts_routed": OPTIONAL, "pressure_contrasts_fixed": OPTIONAL},
+                         frozenset({"pressure_failures"}))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import email.utils
-import ipaddress
 import math
 import random
 import re
@@ -18,15 +17,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, TypeVar
-from urllib.parse import urlsplit
 
-from ..config import redact_text
+from ..config import is_loopback, redact_text  # noqa: F401 (is_loopback: the providers' import)
 from .endpoints import HOLD_STATUSES, RETRY_AFTER_CAP_S, Endpoint, note_waited
 from .endpoints import endpoint as shared_endpoint
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
-    from ..suite.schema import ResolvedCase
+    from ..kindspec import KindCase
 
 T = TypeVar("T")
 
@@ -123,7 +121,7 @@ class Provider(Protocol):
     config: "ModelConfig"
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase") -> Reply: ...
+                 case: "KindCase") -> Reply: ...
     # the judge also passes json_reply=True (JSON mode where the API has one); openai, ollama and
     # local accept it
 
@@ -361,46 +359,3 @@ def request_bound(timeout_s: float) -> float:
 
 
 # -- proxies ---------------------------------------------------------------------------------
-def is_loopback(url: str) -> bool:
-    """Whether `url` names this machine (localhost, 127.0.0.0/8, ::1): such requests never use a proxy."""
-    try:
-        host = (urlsplit(url if "//" in url else f"http://{url}").hostname or "").rstrip(".").lower()
-    except ValueError:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-_REGISTRY: dict[str, str] = {
-    "scripted": "pytest_agentfloor.providers.scripted:ScriptedProvider",
-    "openai": "pytest_agentfloor.providers.openai_chat:OpenAIProvider",
-    "ollama": "pytest_agentfloor.providers.ollama_chat:OllamaProvider",
-    "local": "pytest_agentfloor.providers.local:LocalProvider",
-    "recorded": "pytest_agentfloor.providers.recorded:RecordedProvider",
-}
-
-
-def make_provider(config: "ModelConfig", *, turns: int | None = None) -> Provider:
-    """Import the provider's module only when a configuration uses it.
-
-    `turns`: the session's longest episode in model turns (`context.session_turns`), for
-    providers that size a context window (`episode_turns`).
-    """
-    import importlib
-
-    if config.is_pool:  # replicas of one model: one provider per URL behind a balancer
-        from .pool import make_pool
-
-        return make_pool(config, lambda replica: make_provider(replica, turns=turns))  # type: ignore[return-value]
-    target = _REGISTRY.get(config.provider)
-    if target is None:
-        raise NotImplementedError(f"provider {config.provider!r} is not available yet")
-    module, _, cls = target.partition(":")
-    provider = getattr(importlib.import_module(module), cls)(config)
-    if turns and hasattr(provider, "episode_turns"):
-        provider.episode_turns = turns
-    return provider

@@ -178,10 +178,12 @@ class ScriptedProvider:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase") -> Reply:
         t = sum(1 for m in messages if m["role"] == "assistant")
-        if getattr(case, "kind", "episode") == "callsite":
+        if callable(getattr(type(case), "scripted_output", None)):  # a plug-in kind's case answers for itself
+            action: "list[Call] | str" = case.scripted_output(self.config.policy or "oracle")  # docs/kinds.md
+        elif getattr(case, "kind", "episode") == "callsite":
             from ..callsite.policies import callsite_output
 
-            action: "list[Call] | str" = callsite_output(self.config.policy or "oracle", case)  # type: ignore[arg-type]
+            action = callsite_output(self.config.policy or "oracle", case)  # type: ignore[arg-type]
         else:
             if self.config.policy == "menu_shy" and menu_shy_fails(case, len(tools)):
                 return Reply(content="", finish_reason="length", tokens_in=40 * len(tools),

@@ -14,12 +14,8 @@ from pathlib import Path
 
 from ..reportdir import read_session
 from ..results import read_records, usable_runs
+from .args import OneLineParser as _Parser
 from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, read_probe, write_reports
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -139,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: cannot write {out / VIEWER_FILE} ({exc})", file=sys.stderr)
         return 2
     if args.print_tables:
-        from .sections import compute_sections, section_text
-        from .terminal import render_text
+        from .sections import compute_sections
+        from .terminal import render_text, section_text
 
         width = max(shutil.get_terminal_size((120, 24)).columns, 80)
         sections = compute_sections(prepare_records(records)[0], meta, reference=args.reference,

@@ -16,28 +16,12 @@ from typing import Any
 from ..grading.failure import FAILURE_NAMES
 from ..render import safe_text
 from ..stats import OVERALL, Summary
-from .files import (
-    DASH,
-    TextTable,
-    ci_pct,
-    config_line,
-    diagnostics_table,
-    instance_table,
-    interval_caption,
-    cost_by_tier_table,
-    cost_table,
-    failure_modes_present,
-    failure_table,
-    judge_table,
-    models_table,
-    paired_table,
-    pct,
-    recipes_table,
-    reliability_table,
-    scope_label,
-    tcr_long_table,
-    unmet_table,
-    usd,
+from .format import DASH, TextTable, ci_pct, pct, usd
+from .sections import section_tables
+from .tables import (
+    config_line, cost_by_tier_table, cost_table, diagnostics_table, failure_modes_present, failure_table,
+    instance_table, interval_caption, judge_table, models_table, paired_table, recipes_table, reliability_table,
+    scope_label, tcr_long_table, unmet_table
 )
 
 FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", "DejaVu Sans", Arial, sans-serif'
@@ -528,3 +512,17 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 __all__ = ["failure_stack_svg", "heatmap_svg", "render_html", "scatter_svg", "tcr_colour"]
+
+
+def section_html(sections: Mapping[str, Any]) -> str:
+    from html import escape
+
+    parts = []
+    for section, tabs in section_tables(sections):
+        fig = section.figure(sections[section.key])
+        body = (f'<div class="chart">{fig}</div>' if fig else "") + "".join(
+            f"<h3>{escape(t.title)}</h3>{html_table(t)}" for t in tabs)
+        parts.append(f'<section id="{section.key}"><h2>{escape(section.title)}</h2>{body}</section>\n')
+    from ..render import safe_text
+
+    return safe_text("".join(parts))  # escaped already; no control character survives either

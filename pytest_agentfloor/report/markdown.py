@@ -7,22 +7,11 @@ from typing import Any
 
 from ..render import safe_markdown, safe_markdown_text
 from ..stats import Summary
-from .files import (
-    TextTable,
-    config_line,
-    cost_by_tier_table,
-    cost_table,
-    diagnostics_table,
-    failure_table,
-    instance_table,
-    models_table,
-    paired_table,
-    pareto_lines,
-    recipes_table,
-    reliability_table,
-    tcr_matrix_table,
-    judge_table,
-    unmet_table,
+from .format import TextTable
+from .sections import section_tables
+from .tables import (
+    config_line, cost_by_tier_table, cost_table, diagnostics_table, failure_table, instance_table, judge_table,
+    models_table, paired_table, pareto_lines, recipes_table, reliability_table, tcr_matrix_table, unmet_table
 )
 
 
@@ -76,3 +65,11 @@ def render_markdown(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> 
     parts.append(md_table(judge_table(summary)))
     # names from a stored file may carry anything: no control characters or raw HTML in any line
     return safe_markdown_text("\n".join(parts).rstrip("\n") + "\n")
+
+
+def section_markdown(sections: Mapping[str, Any]) -> str:
+    parts = []
+    for section, tabs in section_tables(sections):
+        parts += [f"# {section.title}", ""] + [md_table(t) for t in tabs]
+    # names from stored records may carry anything: no control characters or raw HTML in any line
+    return safe_markdown_text("\n".join(parts))

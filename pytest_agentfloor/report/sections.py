@@ -1,8 +1,10 @@
 """Report sections contributed by case kinds, through one registry.
 
 The ladder's tables are the report's body; another kind (call sites) adds a section: a
-statistic computed from the run records plus the tables that show it. Every output (terminal,
-summary.json, report.md, report.html) walks the same registry, so a kind never edits them.
+statistic computed from the run records plus the tables that show it. A kind hands its sections
+over through its ``sections()`` (kindspec.kind_sections); every writer (terminal, summary.json,
+report.md, report.html) walks this one registry, so a kind never edits them, and this module
+imports none of the writers or kinds at import time.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .files import TextTable
+from .format import TextTable
 
 
 @dataclass(frozen=True)
@@ -35,25 +37,19 @@ def register_section(section: ReportSection) -> None:
 
 
 def _builtin() -> None:
-    if "callsite" not in SECTIONS:
-        from ..callsite import stats, tables
+    """The sections of the registered case kinds (each kind's ``sections()``), once."""
+    global _kinds_read
+    if not _kinds_read:
+        from ..kinds import all_kinds
+        from ..kindspec import kind_sections
 
-        register_section(ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha, options:
-                                       stats.summarise(recs, meta, reference=reference, alpha=alpha,
-                                                       weights=options.get("callsite_weights"),
-                                                       verdict=options.get("callsite_verdict") or "raw"),
-                                       tables.tables, tables.scatter_svg, tables.TERMINAL_OPTIONAL,
-                                       frozenset({"callsite_groups"})))
-    if "pressure" not in SECTIONS:
-        from ..pressure import tables as ptables
-        from ..stats import pressure as pstats
+        for kind in all_kinds():
+            for section in kind_sections(kind):
+                SECTIONS.setdefault(section.key, section)  # one registered by hand (a test) stays
+        _kinds_read = True
 
-        register_section(ReportSection("pressure", "Controlled pressures",
-                                       lambda recs, meta, reference, alpha, options: pstats.summarise(recs),
-                                       ptables.tables, ptables.failure_svg,
-                                       {"pressure_contrasts_routed": ptables.OPTIONAL,
-                                        "pressure_contrasts_fixed": ptables.OPTIONAL},
-                                       frozenset({"pressure_failures"})))
+
+_kinds_read = False
 
 
 def compute_sections(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None, *,
@@ -78,56 +74,3 @@ def section_tables(sections: Mapping[str, Any]) -> list[tuple[ReportSection, lis
 def is_ladder(record: Mapping[str, Any]) -> bool:
     """Records the ladder's statistics read (call-site and other kinds report in their sections)."""
     return record.get("kind") in (None, "episode")  # pressure cells report in their own section
-
-
-def section_markdown(sections: Mapping[str, Any]) -> str:
-    from .markdown import md_table
-
-    from ..render import safe_markdown_text
-
-    parts = []
-    for section, tabs in section_tables(sections):
-        parts += [f"# {section.title}", ""] + [md_table(t) for t in tabs]
-    # names from stored records may carry anything: no control characters or raw HTML in any line
-    return safe_markdown_text("\n".join(parts))
-
-
-def section_html(sections: Mapping[str, Any]) -> str:
-    from html import escape
-
-    from .html import html_table
-
-    parts = []
-    for section, tabs in section_tables(sections):
-        fig = section.figure(sections[section.key])
-        body = (f'<div class="chart">{fig}</div>' if fig else "") + "".join(
-            f"<h3>{escape(t.title)}</h3>{html_table(t)}" for t in tabs)
-        parts.append(f'<section id="{section.key}"><h2>{escape(section.title)}</h2>{body}</section>\n')
-    from ..render import safe_text
-
-    return safe_text("".join(parts))  # escaped already; no control character survives either
-
-
-def section_text(sections: Mapping[str, Any], *, width: int = 120, markup: bool = False) -> str:
-    import io
-
-    from rich.console import Console
-
-    from ..render import safe_text
-
-    from .terminal import fitted_table
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=markup, color_system="standard" if markup else None,
-                      highlight=False, emoji=False, no_color=not markup, legacy_windows=False)
-    for section, tabs in section_tables(sections):
-        for t in tabs:
-            if t.key in section.files_only:
-                continue
-            for part in fitted_table(console, t, title=f"AgentFloor: {t.title}",
-                                     optional=section.optional.get(t.key, ())):
-                console.print(part)
-            for note in t.notes:
-                console.print(safe_text(note), style="dim", markup=False)
-            console.print()
-    return buf.getvalue()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Iterable
 
 from rich import box
@@ -24,26 +25,12 @@ from rich.text import Text
 
 from ..render import safe_text
 from ..stats import Summary
-from .files import (
-    DASH,
-    REPORT_FILES,
-    TextTable,
-    build_summary,
-    config_line,
-    cost_table,
-    decision_caption,
-    diagnostics_table,
-    failure_table,
-    instance_table,
-    interval_caption,
-    judge_line,
-    models_meta_from_records,
-    paired_table,
-    paired_undecided,
-    recipes_note,
-    recipes_table,
-    tcr_long_table,
-    unmet_table,
+from .files import REPORT_FILES, build_summary, models_meta_from_records
+from .format import DASH, TextTable
+from .sections import section_tables
+from .tables import (
+    config_line, cost_table, decision_caption, diagnostics_table, failure_table, instance_table, interval_caption,
+    judge_line, paired_table, paired_undecided, recipes_note, recipes_table, tcr_long_table, unmet_table
 )
 
 STYLES: dict[str, str] = {
@@ -195,7 +182,7 @@ def render_summary(terminalreporter: Any, records: list[dict[str, Any]], summary
     markup = bool(getattr(terminalreporter, "hasmarkup", False))
     width = max(int(terminalreporter.config.get_terminal_writer().fullwidth), 80)
     from .files import prepare_records
-    from .sections import compute_sections, section_text
+    from .sections import compute_sections
 
     sections = compute_sections(prepare_records(records)[0], models_meta or models_meta_from_records(records),
                                 reference=summary.config.get("reference"), options=section_options)
@@ -206,3 +193,26 @@ def render_summary(terminalreporter: Any, records: list[dict[str, Any]], summary
         terminalreporter.write(section_text(sections, width=width, markup=markup))
     if mode == "all" and out_dir is not None:
         terminalreporter.write_line(f"agentfloor reports: {', '.join(str(Path(out_dir) / f) for f in REPORT_FILES)}")
+
+
+def section_text(sections: Mapping[str, Any], *, width: int = 120, markup: bool = False) -> str:
+    import io
+
+    from rich.console import Console
+
+    from ..render import safe_text
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=markup, color_system="standard" if markup else None,
+                      highlight=False, emoji=False, no_color=not markup, legacy_windows=False)
+    for section, tabs in section_tables(sections):
+        for t in tabs:
+            if t.key in section.files_only:
+                continue
+            for part in fitted_table(console, t, title=f"AgentFloor: {t.title}",
+                                     optional=section.optional.get(t.key, ())):
+                console.print(part)
+            for note in t.notes:
+                console.print(safe_text(note), style="dim", markup=False)
+            console.print()
+    return buf.getvalue()

@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    from .cli import _Parser
+    from .args import OneLineParser as _Parser
 
     p = _Parser(prog="python -m pytest_agentfloor view",
                 description="Write a self-contained transcript viewer (viewer.html) from one or more runs.jsonl.")

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..judge.predicates import PREDICATE_ID, rubric_problems
+from .predicates import PREDICATE_ID, rubric_problems
 from ..pressure.cell import PressureCell
 
 TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")

@@ -169,7 +169,10 @@ def test_no_records_no_section_and_unknown_reference_warns() -> None:
 
 
 def test_hostile_names_from_stored_records_are_rendered_inert() -> None:
-    from pytest_agentfloor.report.sections import compute_sections, section_html, section_markdown, section_text
+    from pytest_agentfloor.report.html import section_html
+    from pytest_agentfloor.report.markdown import section_markdown
+    from pytest_agentfloor.report.sections import compute_sections
+    from pytest_agentfloor.report.terminal import section_text
 
     recs = site_records("m<script>\x1b[31m", "intent", [True, False])
     sections = compute_sections(recs, {})

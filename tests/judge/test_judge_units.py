@@ -13,7 +13,7 @@ from pytest_agentfloor.config import ModelConfig
 from pytest_agentfloor.judge.assess import assess
 from pytest_agentfloor.judge.cache import JudgeCache
 from pytest_agentfloor.judge.client import cache_key, fingerprint, judge_config
-from pytest_agentfloor.judge.predicates import semantic_groups
+from pytest_agentfloor.suite.predicates import semantic_groups
 from pytest_agentfloor.judge.prompt import PROMPT_VERSION, UnparseableReply, parse_reply
 from pytest_agentfloor.stats.judge import wilson
 from pytest_agentfloor.suite.loader import load_case, resolve

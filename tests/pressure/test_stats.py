@@ -12,6 +12,7 @@ from pytest_agentfloor.stats.pressure import (
     CONTRASTS, cluster_bootstrap, contrast_weights, contrasts, failure_records, lanes, sign_flip_p,
     truncation,
 )
+import math
 
 ALL_CELLS = [(v, w, d) for v in (8, 32, 128) for w in ("low", "high") for d in ("raw", "compact", "typed", "linked")]
 
@@ -387,3 +388,47 @@ def test_truncation_pairs_a_record_without_run_index_as_run_0() -> None:
     b = rec("m", "f", "email", (128, "low", "raw"), False, run=0)
     del a["run"]
     assert truncation([a, b], "fixed")["pairs"] == 1
+
+
+# -- records, TCR and pressure statistics at their edges (the mutation run's survivors) ------------
+# Issue 20 survivors of records.py, tcr.py and pressure.py: behaviour no earlier test pinned down.
+#
+# Expected values are hand-worked (in comments), from scipy, or from the documented bootstrap draw
+# recomputed here with plain numpy indexing; never from the function under test.
+
+
+def test_cluster_bootstrap_lower_bound_is_the_kth_smallest_replicate() -> None:
+    """x_cluster_bootstrap__mutmut_51: the lower bound is replicate k (not k - 1) when replicates are all distinct."""
+    values = np.array([math.sqrt(p) for p in (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43)]) - 4.0
+    clusters = ["c00", "c00", "c01", "c02", "c03", "c04", "c05", "c05", "c06", "c07", "c08", "c09", "c10", "c11"]
+    n_boot, seed = 400, 3
+    # the documented draw: row b of default_rng(seed).integers(0, U, (B, U)) indexes the sorted clusters
+    names = sorted(set(clusters))
+    sums = np.array([values[[c == n for c in clusters]].sum() for n in names])
+    sizes = np.array([clusters.count(n) for n in names], dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(names), size=(n_boot, len(names)))
+    reps = np.sort(sums[idx].sum(axis=1) / sizes[idx].sum(axis=1))
+    k = 10  # ceil(0.025 * 400)
+    assert reps[k - 2] < reps[k - 1] < reps[k] and reps[n_boot - k - 1] < reps[n_boot - k]  # neighbours differ
+    est, lo, hi, p = cluster_bootstrap(values, clusters, n_boot=n_boot, seed=seed)
+    assert est == pytest.approx(values.mean())
+    assert lo == pytest.approx(reps[k - 1], abs=1e-12) and hi == pytest.approx(reps[n_boot - k], abs=1e-12)
+    assert p == pytest.approx(max(1 / n_boot, float(np.mean(np.abs(reps - est) >= abs(est)))))
+
+
+def test_failure_record_levels_in_design_order_then_unknown_by_name() -> None:
+    """x__order__mutmut_5, _6, _10, _18, _19, _20, _21, _22, _23, _26, _30, _31, _32, _33 (the old rank table, now
+    NAMED_LEVELS): V by number, W low then high, D raw, compact, typed, linked, any other level after them by name."""
+    def fail(v: object, w: str, d: str, family: str) -> dict:
+        return {"kind": "pressure", "model": "m", "passed": False, "first_unmet": "S", "terminal_flag": "budget",
+                "facets": {"family": family, "intent": "email", "V": v, "W": w, "D": d, "lane": "fixed"}}
+
+    # "a" sorts before every known name, so a known level mistaken for an unknown one would move
+    # (and "b" comes first in the records, so unknown levels are seen sorted, not kept in record order)
+    recs = [fail(16, "b", "b", "f6"), fail("x", "a", "linked", "f1"), fail(128, "high", "a", "f2"),
+            fail(16, "low", "typed", "f3"), fail(8, "high", "compact", "f4"), fail(128, "low", "raw", "f5")]
+    rows = failure_records(recs)
+    levels = {axis: [r["level"] for r in rows if r["axis"] == axis] for axis in ("V", "W", "D")}
+    assert levels == {"V": ["V8", "V16", "V128", "Vx"], "W": ["low", "high", "a", "b"],
+                      "D": ["raw", "compact", "typed", "linked", "a", "b"]}
+    assert [r["failures"] for r in rows if r["axis"] == "V"] == [1, 2, 2, 1]

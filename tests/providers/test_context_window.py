@@ -219,7 +219,7 @@ def test_the_ladder_constants_match_the_cases() -> None:
 
 
 def test_ollama_sizes_for_the_sessions_protocol(server: FakeModelServer) -> None:
-    from pytest_agentfloor.providers.base import make_provider
+    from pytest_agentfloor.providers.registry import make_provider
 
     p = make_provider(ModelConfig(name="m", provider="ollama", model="x", base_url=server.url, retries=0),
                       turns=session_turns(PROTOCOLS["tbb"]))

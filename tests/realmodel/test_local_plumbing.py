@@ -26,7 +26,8 @@ from pytest_agentfloor.local.server import LocalServer, LocalServerError, find_b
 from pytest_agentfloor.local.session import (
     WORKERINPUT_KEY, apply_worker_urls, needs_server, stop_local_servers, worker_urls)
 from pytest_agentfloor.local.urls import URL_ENV, url_env, url_for
-from pytest_agentfloor.providers.base import ProviderError, make_provider
+from pytest_agentfloor.providers.base import ProviderError
+from pytest_agentfloor.providers.registry import make_provider
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from pytest_agentfloor.local.server import LocalServer
 from pytest_agentfloor.local.session import start_local_servers, stop_local_servers
 from pytest_agentfloor.local.urls import URL_ENV, url_env
 from pytest_agentfloor.probe import probe
-from pytest_agentfloor.providers.base import make_provider
+from pytest_agentfloor.providers.registry import make_provider
 
 from .conftest import need
 

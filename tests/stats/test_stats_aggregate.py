@@ -16,6 +16,12 @@ from pytest_agentfloor.stats import (
 )
 from pytest_agentfloor.stats import aggregate as _aggregate
 from pytest_agentfloor.stats import paired_compare as _paired_compare
+import warnings
+from scipy import stats as sps
+from pytest_agentfloor.stats import compute_tcr
+import math
+from scipy.stats import norm
+from pytest_agentfloor.stats.diagnostics import compute_diagnostics
 
 
 def aggregate(records, meta, **kw):
@@ -307,3 +313,128 @@ def test_paper_scale_families() -> None:
             for m, p in models.items() for task, tier in tasks for v in range(5) for r in range(5)]
     s = aggregate(recs, {}, reference="ref")
     assert s.paired.family_sizes == {"model_tier": 96, "model_overall": 16}
+
+
+# -- records, TCR and pressure statistics at their edges (the mutation run's survivors) ------------
+# Issue 20 survivors of records.py, tcr.py and pressure.py: behaviour no earlier test pinned down.
+#
+# Expected values are hand-worked (in comments), from scipy, or from the documented bootstrap draw
+# recomputed here with plain numpy indexing; never from the function under test.
+
+
+def _rec(model: str, task: str, tier: str, passed: bool, *, variant: str = "v0", instance: str = "i0",
+         run: int = 0, **extra: object) -> dict:
+    return {"model": model, "task": task, "tier": tier, "variant": variant, "instance": instance, "run": run,
+            "passed": passed, **extra}
+
+
+def test_a_model_without_runs_in_a_tier_gets_an_empty_cell() -> None:
+    """x_compute_tcr__mutmut_114, _191 (0/0 shares), _163, _166, _169, _172, _175, _178 (bounds of an empty cell):
+    no scored run means None everywhere, and no numpy warning."""
+    recs = [_rec("a", "A1", "A", True), _rec("a", "A1", "A", False, run=1),
+            _rec("b", "B1", "B", True), _rec("b", "B1", "B", True, run=1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = compute_tcr(build_table(recs), n_boot=200, seed=3, cluster="unit", infra_as_failure=True)
+    empty = out["a"]["B"]
+    assert (empty.n_runs, empty.n_passed, empty.n_infra, empty.n_units) == (0, 0, 0, 0)
+    assert [empty.tcr, empty.ci_low, empty.ci_high, empty.boot_low, empty.boot_high, empty.wilson_low,
+            empty.wilson_high, empty.infra_share, empty.tcr_infra_excluded, empty.tcr_infra_as_failure] == [None] * 10
+    assert empty.unreliable is False
+    # the model's own tier: 1 of 2, Wilson 95% from scipy; infra share 0 of 2
+    full = out["a"]["A"]
+    ref = sps.binomtest(1, 2).proportion_ci(confidence_level=0.95, method="wilson")
+    assert full.tcr == 0.5 and full.infra_share == 0.0 and full.tcr_infra_as_failure == 0.5
+    assert (full.wilson_low, full.wilson_high) == (pytest.approx(ref.low), pytest.approx(ref.high))
+    assert isinstance(full.ci_low, float) and full.ci_low <= full.wilson_low
+
+
+# -- diagnostics, cost, recipes and what aggregate hands on (the mutation run's survivors) ---------
+# Hand-worked cases for stats survivors of the mutation run (issue 20): diagnostics of a model that
+# only had infra errors, token and hourly pricing, the cloud cost per pass, the recipe boundary and
+# models without a size, and what ``aggregate`` passes on to the instance ablation, the paired
+# section, the unpriced warning and the judge section. Every expected value is worked out in a
+# comment; none is computed by the function under test.
+
+
+def rec(model: str = "m", task: str = "A1", tier: str = "A", instance: str = "i0", run: int = 0,
+        passed: bool = True, **extra) -> dict:
+    return {"model": model, "task": task, "tier": tier, "variant": "v0", "instance": instance, "run": run,
+            "passed": passed, **extra}
+
+
+def test_diagnostics_of_a_model_with_only_infra_runs() -> None:
+    """x_compute_diagnostics__mutmut_59: the last model's cells hold no scored run, so the per-cell
+    run counts must still reach them (``minlength``) and read 0, with every rate undefined."""
+    counts = dict(calls=4, turns=2, calls_malformed=1, calls_hallucinated=0, calls_repeated=1, turns_leaked=1)
+    recs = [rec(model="a", **counts), rec(model="a", run=1, passed=False, **counts),
+            rec(model="z", passed=False, infra_error=True, **counts)]
+    out = compute_diagnostics(build_table(recs), recs)
+    z = out["z"]["overall"]  # mutant: IndexError (the count array stops after model a's cells)
+    assert (z.n_runs, z.n_runs_missing, z.n_calls) == (0, 0, 0)
+    assert (z.malformed_rate, z.leaked_rate, z.mean_calls, z.mean_turns) == (None, None, None, None)
+    assert out["z"]["A"].n_runs == 0
+    a = out["a"]["A"]  # 2 runs x 4 calls: 2/8 malformed, 2 of 4 turns leaked, 4 calls and 2 turns per run
+    assert (a.n_runs, a.n_calls, a.malformed_rate, a.leaked_rate, a.mean_calls, a.mean_turns) == (
+        2, 8, 0.25, 0.5, 4.0, 2.0)
+
+
+def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
+    """Wilson score interval written out: (k + z²/2)/(n + z²) ± z/(n + z²) sqrt(k(n-k)/n + z²/4)."""
+    centre = (k + z * z / 2) / (n + z * z)
+    half = z / (n + z * z) * math.sqrt(k * (n - k) / n + z * z / 4)
+    return centre - half, centre + half
+
+
+def test_aggregate_hands_infra_and_alpha_to_the_instance_ablation() -> None:
+    """x_aggregate__mutmut_70 (infra_as_failure not passed on), x_aggregate__mutmut_74 (alpha not passed on).
+    Instance i1: a pass, an infra error, a failure. Counted as a failure the infra run makes
+    n = 3, k = 1; at alpha = 0.1 the interval is Wilson's with z = Φ⁻¹(0.95) = 1.6449, not 1.96."""
+    recs = [rec(run=0), rec(run=1),
+            rec(instance="i1", run=0), rec(instance="i1", run=1, passed=False, infra_error=True),
+            rec(instance="i1", run=2, passed=False)]
+    s = _aggregate(recs, {"m": {"params_b": 1.0}}, n_boot=50, infra_as_failure=True, alpha=0.1)
+    cell = {c.instance: c for c in s.instance_ablation}["i1"]
+    assert (cell.n_runs, cell.n_passed, cell.n_infra) == (3, 1, 1)
+    assert cell.tcr == pytest.approx(1 / 3)
+    lo, hi = _wilson(1, 3, float(norm.ppf(0.95)))  # 0.07827, 0.74647 (at z = 1.96: 0.0615, 0.7923)
+    assert (cell.ci_low, cell.ci_high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert (lo, hi) == (pytest.approx(0.07827, abs=1e-5), pytest.approx(0.74647, abs=1e-5))
+    scored = _aggregate(recs, {"m": {"params_b": 1.0}}, n_boot=50, infra_as_failure=False, alpha=0.1)
+    i1 = {c.instance: c for c in scored.instance_ablation}["i1"]
+    assert (i1.n_runs, i1.n_passed, i1.n_infra) == (2, 1, 1)  # the infra run left out
+
+
+def test_aggregate_hands_the_decision_bound_to_the_paired_section() -> None:
+    """x_aggregate__mutmut_148: decision='one-sided' reaches the paired tests (the default is two-sided).
+    Guarded Tango with no discordant pair needs n > z²(1 - m)/m pairs at margin m = 0.1:
+    one-sided z = 1.6449, z² = 2.7055, so n > 24.35: 25 pairs (two-sided z = 1.96 would need 35)."""
+    recs = [rec(model=m, run=r) for m in ("ref", "x") for r in range(3)]
+    s = _aggregate(recs, {"ref": {"params_b": 1.0}, "x": {"params_b": 2.0}}, reference="ref", n_boot=50,
+                  decision="one-sided")
+    assert s.paired.decision == "one-sided"
+    assert s.paired.n_min_pairs == 25
+    assert s.config["decision_bound"] == "one-sided" and s.config["n_min_pairs"] == 25
+
+
+def test_aggregate_names_every_unpriced_model_in_one_warning() -> None:
+    """x_aggregate__mutmut_215: the model names are joined with ', '."""
+    recs = [rec(model=m, latency_s=1.0) for m in ("beta", "alpha", "sized")]
+    s = _aggregate(recs, {"sized": {"params_b": 3.0}}, n_boot=50)
+    assert ("no pricing and no size for alpha, beta: cost unknown, no place on the cost Pareto front"
+            in s.warnings)
+
+
+def test_aggregate_reports_who_judged() -> None:
+    """x_aggregate__mutmut_341, x_aggregate__mutmut_358: the judge section is computed from the records (not None or
+    empty). 2 + 1 judge verdicts, 1 keyword verdict, 1 cache hit of 1 + 1 + 1 lookups."""
+    recs = [rec(judge_model="j", judge_verdicts=2, keyword_verdicts=1, judge_cached=1, judge_requests=1,
+                judge_cost_usd=0.5, judge_latency_s=2.0),
+            rec(run=1, judge_model="j", judge_verdicts=1, judge_requests=1, judge_cost_usd=0.25,
+                judge_latency_s=1.0)]
+    s = _aggregate(recs, {"m": {"params_b": 1.0}}, n_boot=50)
+    assert set(s.judge) == {"m", "overall"}
+    j = s.judge["m"]
+    assert (j.judges, j.judge_verdicts, j.keyword_verdicts, j.cache_hits, j.judge_requests) == (("j",), 3, 1, 1, 2)
+    assert j.hit_rate == pytest.approx(1 / 3) and j.judge_cost_usd == 0.75 and j.judge_latency_s == 3.0
+    assert s.to_json()["judge"]["overall"]["judge_verdicts"] == 3

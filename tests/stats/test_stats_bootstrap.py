@@ -8,6 +8,8 @@ from scipy import stats
 
 from pytest_agentfloor.stats import bootstrap as bs
 from pytest_agentfloor.stats import mean_ci, ratio_ci, resample_weights
+from fractions import Fraction
+from pytest_agentfloor.stats.bootstrap import cluster_sums
 
 
 def test_mean_ci_agrees_with_scipy_percentile() -> None:
@@ -111,3 +113,62 @@ def test_cluster_sums_groups_units_within_cells() -> None:
     assert cs.num.tolist() == [1.0, 0.0, 2.0]
     assert cs.den.tolist() == [1.0, 1.0, 2.0]
     assert cs.n_units.tolist() == [1, 2, 0]
+
+
+# -- bootstrap and reliability at their edges (the mutation run's survivors) -----------------------
+# Mutation survivors of stats/bootstrap.py and stats/reliability.py, killed by hand-worked cases.
+#
+# Each test names the mutants it kills (issue 20). Expected values are worked out in the comments,
+# never computed by the function under test.
+
+
+def test_cluster_sums_accepts_float_codes() -> None:
+    """x_cluster_sums__mutmut_3, _5, _40, _42: cell and unit codes are made int64.
+
+    Codes built with ``np.zeros(n)`` or read from a float column are floats; without the int64
+    conversion the combined key, and so ``ClusterSums.cell``, stays float and ``n_units``
+    (np.bincount) refuses it.
+    """
+    # one cell (all 0.0), units 0, 1, 1, 2; passes 1, 0, 1, 1
+    cs = cluster_sums(np.zeros(4), np.array([0.0, 1.0, 1.0, 2.0]), np.array([1.0, 0.0, 1.0, 1.0]), None, 1)
+    assert cs.n_units.tolist() == [3]          # units 0, 1, 2
+    assert cs.cell.tolist() == [0, 0, 0]
+    assert cs.num.tolist() == [1.0, 1.0, 1.0]  # unit 1 holds 0 + 1
+    assert cs.den.tolist() == [1.0, 2.0, 1.0]  # one weight per observation
+    num_tot, den_tot = cs.totals
+    assert num_tot.tolist() == [3.0] and den_tot.tolist() == [4.0]
+
+
+def test_cluster_sums_accepts_exact_fractions() -> None:
+    """x_cluster_sums__mutmut_8, _10, _17, _19: values (8, 10) and weights (17, 19) are made float64.
+
+    A caller holding exact shares as ``fractions.Fraction`` gets an object array; np.bincount
+    only takes float weights, so the float64 conversion is what makes these inputs work.
+    """
+    cell = [0, 0, 1, 1, 1]
+    unit = [0, 0, 0, 1, 1]
+    num = [Fraction(1, 2), Fraction(1, 4), Fraction(3, 4), Fraction(0), Fraction(1, 2)]
+    den = [Fraction(1), Fraction(1, 2), Fraction(1), Fraction(1, 4), Fraction(1, 4)]
+    cs = cluster_sums(cell, unit, num, den, 2)
+    # cell 0 unit 0: 1/2 + 1/4 = 0.75 over 1 + 1/2 = 1.5; cell 1 unit 0: 0.75 over 1;
+    # cell 1 unit 1: 0 + 1/2 = 0.5 over 1/4 + 1/4 = 0.5 (all dyadic, so exact in binary)
+    assert cs.cell.tolist() == [0, 1, 1]
+    assert cs.num.tolist() == [0.75, 0.75, 0.5]
+    assert cs.den.tolist() == [1.5, 1.0, 0.5]
+    # weights omitted: one per observation
+    cs1 = cluster_sums(cell, unit, num, None, 2)
+    assert cs1.num.tolist() == [0.75, 0.75, 0.5] and cs1.den.tolist() == [2.0, 1.0, 2.0]
+
+
+def test_ratio_ci_sums_float32_input_in_double() -> None:
+    """x_ratio_ci__mutmut_4, _6, _13, _15: values (4, 6) and weights (13, 15) are made float64.
+
+    float32 has a 24-bit significand: 2**24 + 1 rounds back to 2**24, so a float32 sum of
+    [2**24, 1, 1] is 2**24 while the true sum is 2**24 + 2 = 16777218.
+    """
+    big = np.array([2.0**24, 1.0, 1.0], dtype=np.float32)
+    # pooled mean: 16777218 / 3 = 5592406 exactly (float32 arithmetic gives 5592405.5)
+    assert ratio_ci(big, n_boot=20).estimate == 5592406.0
+    # as weights: 3 / 16777218 (float32 arithmetic gives 3 / 16777216)
+    est = ratio_ci(np.array([0.0, 0.0, 3.0]), big, n_boot=20).estimate
+    assert est == 3 / 16777218

@@ -26,6 +26,8 @@ from pytest_agentfloor.stats.intervals import min_pairs_to_certify, tango, wilso
 from pytest_agentfloor.stats.paired import claim_verdict, compare_to_reference, decision_tail, paired_compare
 from pytest_agentfloor.stats.records import expand_scopes, normalise_cluster
 from pytest_agentfloor.stats.serialize import clean_float, dumps, to_jsonable
+from pytest_agentfloor.stats import compute_tcr
+from pytest_agentfloor.stats.records import PLAUSIBLE_MAX
 
 
 def rec(model="m", task="A01", tier="A0", variant="v0", instance="i0", run=0, passed=True, **extra) -> dict:
@@ -496,3 +498,43 @@ def test_paired_tests_take_the_margins_at_both_ends() -> None:
     assert (t0.noninferiority_verdict, t0.equivalence_verdict) == ("insufficient evidence",) * 2
     t = paired_compare(np.ones(40, bool), np.ones(40, bool), margin_pp=100.0, n_boot=10)
     assert t.margin_pp == 100.0 and (t.noninferiority_verdict, t.equivalence_verdict) == ("yes", "yes")
+
+
+# -- records, TCR and pressure statistics at their edges (the mutation run's survivors) ------------
+# Issue 20 survivors of records.py, tcr.py and pressure.py: behaviour no earlier test pinned down.
+#
+# Expected values are hand-worked (in comments), from scipy, or from the documented bootstrap draw
+# recomputed here with plain numpy indexing; never from the function under test.
+
+
+def _rec(model: str, task: str, tier: str, passed: bool, *, variant: str = "v0", instance: str = "i0",
+         run: int = 0, **extra: object) -> dict:
+    return {"model": model, "task": task, "tier": tier, "variant": variant, "instance": instance, "run": run,
+            "passed": passed, **extra}
+
+
+def test_a_run_cut_by_the_context_window_counts_as_an_infra_error() -> None:
+    """x_build_table__mutmut_85, _86: the terminal flag "context_limit" (exactly that label) marks the run infra."""
+    recs = [_rec("m", "B1", "B", False, run=0, terminal_flag="context_limit", infra_error=False),
+            _rec("m", "B1", "B", True, run=1),
+            _rec("m", "B1", "B", False, run=2, terminal_flag="turn_limit")]
+    table = build_table(recs)
+    assert table.infra.tolist() == [True, False, False]
+    assert not [w for w in table.warnings if "terminal_flag" in w]  # a known flag
+    est = compute_tcr(table, n_boot=50, seed=1, cluster="unit", infra_as_failure=False)["m"]["B"]
+    # the cut run leaves the score: 1 pass of 2 scored runs, 1 infra run of 3
+    assert (est.n_runs, est.n_passed, est.n_infra, est.tcr) == (2, 1, 1, 0.5)
+    assert est.infra_share == pytest.approx(1 / 3)
+
+
+def test_a_value_exactly_at_its_plausible_maximum_is_kept() -> None:
+    """x_build_table__mutmut_142: the bound is inclusive (<= max); only a value above it is dropped."""
+    at_max = {k: PLAUSIBLE_MAX[k] for k in ("tokens_in", "tokens_out", "latency_s", "wall_s", "cost_usd", "busy_s")}
+    table = build_table([_rec("m", "B1", "B", True, **at_max)])
+    assert table.warnings == ()
+    assert (table.tokens_in[0], table.latency_s[0], table.cost_usd[0]) == (1e8, 604800.0, 1e5)
+    over = build_table([_rec("m", "B1", "B", True, **{**at_max, "tokens_in": 1e8 + 1})])
+    assert math.isnan(over.tokens_in[0]) and over.tokens_out[0] == 1e8
+    assert over.warnings == ("1 record(s) report an impossible tokens_in (negative, non-numeric or above 1e+08); "
+                             "kept in runs.jsonl, left out of every statistic",
+                             "1 record(s) lack tokens_in; excluded from its sums and means")

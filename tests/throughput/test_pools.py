@@ -20,7 +20,7 @@ import pytest
 from pytest_agentfloor.config import ConfigError, ModelConfig, load_models
 from pytest_agentfloor.corpus import config_fingerprint, request_key
 from pytest_agentfloor.judge.client import fingerprint as judge_fingerprint
-from pytest_agentfloor.providers.base import make_provider
+from pytest_agentfloor.providers.registry import make_provider
 from pytest_agentfloor.providers.endpoints import EVICT_AFTER
 from pytest_agentfloor.providers.pool import PooledProvider
 from tests.fakeserver import FakeModelServer, reply, status

@@ -16,7 +16,8 @@ from typing import Any, Callable
 import pytest
 
 from pytest_agentfloor.config import ModelConfig
-from pytest_agentfloor.providers.base import ProviderError, deadline_in, make_provider
+from pytest_agentfloor.providers.base import ProviderError, deadline_in
+from pytest_agentfloor.providers.registry import make_provider
 from pytest_agentfloor.providers.endpoints import RETRY_AFTER_CAP_S, Endpoint
 from tests.fakeserver import FakeModelServer, Status, status
 from tests.throughput.test_concurrency import records

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..suite.schema import AnswerCheck, ResolvedCase
+    from .schema import AnswerCheck, ResolvedCase
 
 #: our own rubrics; changing one changes the cache key of every verdict that used it
 BUILTIN_RUBRICS: dict[str, str] = {

@@ -1,0 +1,83 @@
+"""What a case kind is: the protocol a kind implements and the entry it hands the collector.
+
+At the bottom of the package (it imports nothing of it), so the registry (kinds.py), the
+built-in kinds (suite/kind.py, callsite/kind.py, pressure/kind.py) and a third-party kind all
+import these types without importing one another. docs/kinds.md shows a kind end to end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # types only: this module imports nothing of the package at run time
+    from .config import ModelConfig
+    from .grading import Grade
+    from .options import Settings
+    from .providers.base import Provider
+    from .trajectory import Trajectory
+
+
+class KindCase(Protocol):
+    """What the shared path reads of any kind's resolved case (records, node ids, resume keys)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def tier(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def instance(self) -> str: ...
+    @property
+    def content_hash(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One case of a file, ready to be expanded into items."""
+
+    id: str
+    content_hash: str
+    specs: tuple[tuple[str, str], ...]  # (variant, instance) pairs, in item order
+    markers: tuple[str, ...]  # marker names the items carry (registered by the plugin)
+    resolve: Callable[[str, str], Any] = field(compare=False, repr=False)  # -> the kind's KindCase
+    #: markers that differ between the items of one entry (a pressure cell's V, W, D and lane)
+    spec_markers: Callable[[str, str], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
+
+
+@runtime_checkable
+class CaseKind(Protocol):
+    """A case kind: turns a parsed case file into entries, plays one resolved case, grades it.
+
+    ``play`` returns a :class:`~pytest_agentfloor.trajectory.Trajectory` and ``grade`` a
+    :class:`~pytest_agentfloor.grading.Grade` (or a subclass with ``facets``); everything after
+    them (records, resume, xdist, statistics, reports) is shared by every kind. A case is typed
+    ``Any`` here because each kind has its own (ResolvedCase, CallSiteCase, ...): a Protocol
+    parameter cannot be narrowed by an implementation.
+    """
+
+    #: the value of a case file's ``kind`` key (the ladder's files, which have none, are ``episode``)
+    name: str
+    #: marker name -> description, registered at configure time
+    markers: dict[str, str]
+    #: the folder name (an fnmatch pattern) whose TOML files are this kind's; None: never collected
+    folder: str | None
+    #: whether a file in that folder must also say ``kind = "<name>"`` to be collected
+    declared: bool
+
+    def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]: ...
+
+    def play(self, settings: Settings, case: Any, model: ModelConfig, provider: Provider, run: int) -> Trajectory:
+        """`case` is what the entry's resolve returned (the kind's own KindCase type)."""
+
+    def grade(self, case: Any, trajectory: Trajectory, hook: Any) -> Grade:
+        """`hook` is pytest's hook relay (``item.ihook``), or None outside pytest (regrade)."""
+
+
+def kind_sections(kind: object) -> Sequence[Any]:
+    """The report sections a kind contributes (``sections()``, optional): report/sections.ReportSection."""
+    sections = getattr(kind, "sections", None)
+    return list(sections()) if callable(sections) else []

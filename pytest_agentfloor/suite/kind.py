@@ -1,0 +1,59 @@
+"""The ladder's case kind (``episode``): one case per file, expanded over prompt variants and
+instances, played as a tool-use episode. Registered through the ``agentfloor.kinds`` entry point
+like any other kind; the pressure kind plays and grades its cells the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..kindspec import Entry
+from .loader import parse_case, resolve
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+    from ..grading import Grade
+    from ..options import Settings
+    from ..providers.base import Provider
+    from ..trajectory import Trajectory
+    from .schema import ResolvedCase
+
+
+class EpisodeKind:
+    """The ladder: one case per file, expanded over prompt variants and instances."""
+
+    name = "episode"
+    markers: dict[str, str] = {"ladder": "an AgentFloor ladder case (tiers A0-E); `-m ladder` selects the ladder alone"}
+    folder: str | None = "tier_*"
+    declared = False  # a ladder file has no kind key
+
+    def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
+        case = parse_case(data, path)
+        variants = sorted(case.prompts, key=lambda v: int(v[1:]))
+        instances = ["i0", *sorted(case.instances, key=lambda i: int(i[1:]))]
+        cache: dict[tuple[str, str], ResolvedCase] = {}
+
+        def _resolve(variant: str, instance: str) -> ResolvedCase:
+            if (variant, instance) not in cache:
+                cache[(variant, instance)] = resolve(case, variant, instance, content_hash)
+            return cache[(variant, instance)]
+
+        return [Entry(case.id, content_hash, tuple((v, i) for v in variants for i in instances),
+                      ("ladder", f"tier_{case.tier}"), _resolve)]
+
+    def play(self, settings: Settings, case: ResolvedCase, model: ModelConfig, provider: Provider,
+             run: int) -> Trajectory:
+        from ..episode import run_episode
+        from ..grading import remaining_steps
+
+        return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
+                           protocol=settings.protocol, timeout_s=settings.episode_timeout,
+                           remaining_steps=remaining_steps)
+
+    def grade(self, case: ResolvedCase, trajectory: Trajectory, hook: Any,
+              judgments: Mapping[str, Any] | None = None) -> Grade:
+        """`judgments`: the semantic verdicts by predicate (judge.assess), when the item has any."""
+        from ..grading import grade
+
+        return grade(case, trajectory, hook, judgments)
