@@ -116,5 +116,5 @@ def test_report_counts_a_run_in_two_files_once(bench: pytest.Pytester, tmp_path:
     runs = str(next(bench.path.glob("reports/sessions/*/runs.jsonl")))
     assert report([runs, "--out", str(tmp_path / "one"), "--n-boot", "200"]) == 0
     assert report([runs, runs, "--out", str(tmp_path / "twice"), "--n-boot", "200"]) == 0
-    assert "appear in more than one file; each counts once" in capsys.readouterr().err
+    assert "repeated run record(s) replaced: the last record of a run wins" in capsys.readouterr().err
     assert (tmp_path / "twice" / "tcr.csv").read_text() == (tmp_path / "one" / "tcr.csv").read_text()
