@@ -232,6 +232,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in settings.resume_keys]
     if done:
+        for item in done:
+            item.agentfloor_resumed = True  # type: ignore[attr-defined]  # not counted as deselected
         keep = set(map(id, done))
         items[:] = [i for i in items if id(i) not in keep]
         config.hook.pytest_deselected(items=done)
