@@ -223,6 +223,15 @@ class CaseItem(pytest.Item):
             why = " ".join(why.split())[:300]
             self._save_record(None, harness_error=why)
             raise InfrastructureError(safe_text(f"infrastructure error (grader): {why}")) from None
+        if not self.result.passed and self.model.provider == "scripted" and (self.model.policy or "oracle") == "oracle":
+            # the oracle plays the case's own reference solution: its failure is the case's error
+            unmet = getattr(self.result.first_unmet, "code", None)
+            why = (f"case error: the reference solution of {case.id} fails its own case (first unmet {unmet}: "
+                   f"{getattr(self.result.first_unmet, 'observed', '')}); fix the case's reference or its gold")
+            why = " ".join(why.split())[:400]
+            self._save_record(None, harness_error=why)
+            self.result = None
+            raise InfrastructureError(safe_text(why))
 
     def episode_job(self) -> Callable[[], Trajectory] | None:
         """The episode as a call that touches nothing of the item (safe in a thread), or None.

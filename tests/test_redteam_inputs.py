@@ -207,3 +207,19 @@ def test_resume_carries_over_only_selected_items(pytester: pytest.Pytester) -> N
     session = json.loads((latest.parent / "session.json").read_text())
     assert f"{n_a0} item(s) deselected" in session["partial_reasons"]  # pytest's count minus the resumed
     assert f"{n_a0 + n_a} deselected" in again.stdout.str()  # pytest counts the resumed items as deselected too
+
+
+# -- a broken reference solution is the case's error -----------------------------------------------
+def test_a_broken_reference_solution_is_a_case_error_not_the_models(pytester: pytest.Pytester) -> None:
+    text = (REPO / "cases" / "tier_A" / "A1.toml").read_text()
+    broken = text.replace('args = { record_id = "INV-Q7P2K", attribute = "on_hand" } }]\n\n[[reference]]',
+                          'args = { record_id = "INV-NOPE", attribute = "on_hand" } }]\n\n[[reference]]', 1)
+    assert broken != text
+    (pytester.path / "cases" / "tier_A").mkdir(parents=True)
+    (pytester.path / "cases" / "tier_A" / "A1.toml").write_text(broken)
+    result = pytester.runpytest("cases/tier_A/A1.toml", "--model", "oracle", "--variants", "v0", "--instances", "i0",
+                                "-p", "no:cacheprovider", "--agentfloor-report", "none")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*case error: the reference solution of A1 fails its own case (first unmet *"])
+    (rec,) = [json.loads(x) for x in next(pytester.path.glob("reports/sessions/*/runs.jsonl")).read_text().splitlines()]
+    assert rec["infra_error"] and rec["failure_mode"] is None and rec["error"].startswith("case error:")
