@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -101,6 +102,11 @@ def test_report_merges_shards_into_the_single_machine_report(bench: pytest.Pytes
         one, merged = (tmp_path / d / name for d in ("one", "merged"))
         if name == "summary.json":
             assert _summary_without_run(merged) == _summary_without_run(one)
+            assert json.loads(merged.read_text())["run"]["session_id"].startswith("merged ")  # issue 27 (13)
+        elif name == "report.md":  # the merge has a run header (COMPLETE/PARTIAL); the hand-made file has none
+            text = merged.read_text()
+            assert "\n**Run:** session merged " in text
+            assert re.sub(r"\n\n\*\*Run:\*\*[^\n]*\n", "\n", text, count=1) == one.read_text()
         else:
             assert merged.read_text() == one.read_text(), name
     # and the verdicts are those of the single-machine run itself
