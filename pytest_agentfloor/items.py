@@ -223,8 +223,10 @@ class CaseItem(pytest.Item):
             why = " ".join(why.split())[:300]
             self._save_record(None, harness_error=why)
             raise InfrastructureError(safe_text(f"infrastructure error (grader): {why}")) from None
-        if not self.result.passed and self.model.provider == "scripted" and (self.model.policy or "oracle") == "oracle":
-            # the oracle plays the case's own reference solution: its failure is the case's error
+        if (not self.result.passed and self.model.provider == "scripted" and (self.model.policy or "oracle") == "oracle"
+                and self.assessment.judge is None):
+            # the oracle plays the case's own reference solution: its failure is the case's error (a judge's
+            # verdict on the reference answer is an opinion the judge may hold, and stays a failure)
             unmet = getattr(self.result.first_unmet, "code", None)
             why = (f"case error: the reference solution of {case.id} fails its own case (first unmet {unmet}: "
                    f"{getattr(self.result.first_unmet, 'observed', '')}); fix the case's reference or its gold")
