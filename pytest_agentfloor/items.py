@@ -225,15 +225,21 @@ class CaseItem(pytest.Item):
             raise InfrastructureError(safe_text(f"infrastructure error (grader): {why}")) from None
         if (not self.result.passed and self.model.provider == "scripted" and (self.model.policy or "oracle") == "oracle"
                 and self.assessment.judge is None):
-            # the oracle plays the case's own reference solution: its failure is the case's error (a judge's
-            # verdict on the reference answer is an opinion the judge may hold, and stays a failure)
-            unmet = getattr(self.result.first_unmet, "code", None)
-            why = (f"case error: the reference solution of {case.id} fails its own case (first unmet {unmet}: "
-                   f"{getattr(self.result.first_unmet, 'observed', '')}); fix the case's reference or its gold")
-            why = " ".join(why.split())[:400]
-            self._save_record(None, harness_error=why)
-            self.result = None
-            raise InfrastructureError(safe_text(why))
+            # the oracle plays the case's own reference solution: failing the plugin's own grading (no conftest
+            # rule, no judge: those may fail it on purpose) is the case's error, not a model's
+            default = self.kind.grade(case, self.trajectory, None)
+            if not default.passed:
+                self._case_error(case, default)
+
+    def _case_error(self, case: Any, default: Any) -> None:
+        """The reference solution fails its own case: an infrastructure error naming the case, record kept."""
+        unmet = getattr(default.first_unmet, "code", None)
+        why = (f"case error: the reference solution of {case.id} fails its own case (first unmet {unmet}: "
+               f"{getattr(default.first_unmet, 'observed', '')}); fix the case's reference or its gold")
+        why = " ".join(why.split())[:400]
+        self._save_record(None, harness_error=why)
+        self.result = None
+        raise InfrastructureError(safe_text(why))
 
     def episode_job(self) -> Callable[[], Trajectory] | None:
         """The episode as a call that touches nothing of the item (safe in a thread), or None.
