@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, (_, text) in COMMANDS.items():
             print(f"  {name:14} {text}")
         return 0 if args and args[0] in ("-h", "--help") else 2
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate from a model's output prints as its escape
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     module = importlib.import_module(COMMANDS[args[0]][0])
     return int(module.main(args[1:]) or 0)
 

@@ -5,8 +5,9 @@ paired difference in TCR over the (task, variant, instance, run) both made, with
 and McNemar's b/c (Holm across each comparison's tests); the items whose outcome changed; and
 the upgrade gate's verdict computed by :func:`gate.evaluate`, exactly as a session run with
 ``--baseline A`` gives it, with the same exit status (0 passed, 1 failed, 2 unusable input).
-A model name that occurs in several files is kept apart, labelled by session; nothing is
-de-duplicated.
+A model name that occurs in several files is kept apart, labelled by session. Within one file, a
+run recorded more than once is resolved by results.DUPLICATE_RULE (the last record wins), as
+``report``, the gate and ``--agentfloor-resume`` resolve it, and a note says how many.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def _key(r: dict[str, Any]) -> tuple[str, str, str, int]:
 
 
 def series_of(source: str, records: list[dict[str, Any]]) -> list[Series]:
+    """Each model's runs in one file; a run recorded twice keeps its last record (DUPLICATE_RULE)."""
     models = sorted({r["model"] for r in records})
     return [Series(f"{m} @ {source}", m, source, {_key(r): r for r in records if r["model"] == m}) for m in models]
 
@@ -102,7 +104,7 @@ def _pct(x: float | None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .report.args import OneLineParser as _Parser
+    from .report.args import OneLineParser as _Parser, whole_number
 
     p = _Parser(prog="python -m pytest_agentfloor compare",
                 description="Compare stored runs: paired differences, changed items and the gate verdict. "
@@ -116,13 +118,14 @@ def parser() -> argparse.ArgumentParser:
                    help="absolute TCR floor, e.g. tier_A>=0.90; repeatable")
     p.add_argument("--noninferiority-bound", choices=("two-sided", "one-sided"), default="two-sided",
                    help="bound that certifies non-inferiority (default two-sided, as --noninferiority-bound)")
-    p.add_argument("--gate-min-pairs", type=int, default=0, metavar="N",
+    p.add_argument("--gate-min-pairs", type=whole_number(0), default=0, metavar="N",
                    help="raise the pairs a gated tier needs before it can pass (as --gate-min-pairs)")
     p.add_argument("--gate-baseline-model", default=None, metavar="NAME",
                    help="the baseline model when the first file holds several")
-    p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
+    p.add_argument("--n-boot", type=whole_number(1), default=10_000, metavar="N",
+                   help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=42, metavar="S", help="bootstrap seed (default 42)")
-    p.add_argument("--changed", type=int, default=20, metavar="N",
+    p.add_argument("--changed", type=whole_number(0), default=20, metavar="N",
                    help="changed items listed per comparison (default 20; all are counted)")
     p.add_argument("--viewer", type=Path, default=None, metavar="FILE",
                    help="also write one transcript viewer of all the files; changed items link into it")
@@ -156,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: --gate-tiers: unknown tier(s) {bad}; valid: {', '.join(TIERS)}", file=sys.stderr)
         return 2
     sources, problems = load_sources(args.runs)
+    from .results import duplicate_note, latest_runs
+
+    for path, (_, recs) in zip(args.runs, sources):
+        problems += duplicate_note(latest_runs(recs)[1], f"{path}: ")
     for problem in problems:
         print(f"{prog}: {problem}", file=sys.stderr)
     empty = [str(p) for p, (_, recs) in zip(args.runs, sources) if not recs]
@@ -163,7 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: no complete run records in {', '.join(empty)}", file=sys.stderr)
         return 2
     if args.viewer is not None:
-        write_viewer(args.runs, args.viewer)
+        if not args.viewer.parent.is_dir():
+            print(f"{prog}: error: --viewer {args.viewer}: no directory {args.viewer.parent} to write it in",
+                  file=sys.stderr)
+            return 2
+        try:
+            write_viewer(args.runs, args.viewer)
+        except OSError as exc:
+            print(f"{prog}: error: --viewer {args.viewer}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+            return 2
         print(f"{prog}: wrote {args.viewer}")
     base_label, base_records = sources[0]
     base = series_of(base_label, base_records)

@@ -7,6 +7,7 @@ public view of a configuration (`public()`) is what records and reports may carr
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import sys
 from pathlib import Path
@@ -48,15 +49,30 @@ class Pricing(BaseModel):
     output_per_mtok: float | None = Field(None, ge=0)
 
     def cost(self, tokens_in: int, tokens_out: int, busy_s: float) -> float:
-        """``busy_s``: the time the model was busy serving the run (Trajectory.busy_s), not wall time."""
+        """``busy_s``: the time the model was busy serving the run (Trajectory.busy_s), not wall time.
+
+        A figure a server got wrong (negative, NaN, infinite) is charged as 0, never subtracted:
+        money spent can only grow (callers flag such usage and record the cost as unknown).
+        """
         usd = 0.0
         if self.hourly_usd is not None:
-            usd += self.hourly_usd * busy_s / 3600.0
+            usd += self.hourly_usd * _usage(busy_s) / 3600.0
         if self.input_per_mtok is not None:
-            usd += self.input_per_mtok * tokens_in / 1e6
+            usd += self.input_per_mtok * _usage(tokens_in) / 1e6
         if self.output_per_mtok is not None:
-            usd += self.output_per_mtok * tokens_out / 1e6
+            usd += self.output_per_mtok * _usage(tokens_out) / 1e6
         return usd
+
+
+def _usage(value: object) -> float:
+    """A usage figure fit to be charged: a finite number >= 0, else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    try:
+        v = float(value)
+    except OverflowError:  # an integer too large for a float
+        return 0.0
+    return v if math.isfinite(v) and v > 0 else 0.0
 
 
 class ModelConfig(BaseModel):
@@ -103,7 +119,11 @@ class ModelConfig(BaseModel):
     @classmethod
     def _base_urls(cls, value: Any) -> Any:
         """One URL (a string), or an endpoint pool: a non-empty list of distinct URL strings."""
-        if value is None or isinstance(value, str):
+        if value is None:
+            return value
+        if isinstance(value, str):
+            if value:  # "" is the provider's default endpoint
+                _check_url(value)
             return value
         if not isinstance(value, (list, tuple)):
             raise ValueError("must be a URL string or a list of URL strings (an endpoint pool), "
@@ -113,6 +133,7 @@ class ModelConfig(BaseModel):
         for n, url in enumerate(value):
             if not isinstance(url, str) or not url.strip():
                 raise ValueError(f"entry {n} of the endpoint pool must be a non-empty URL string, not {url!r}")
+            _check_url(url, f"entry {n} of the endpoint pool: ")
         seen = [u.rstrip("/") for u in value]
         dup = next((redact_url(value[seen.index(seen[n])]) for n in range(len(seen)) if seen[n] in seen[:n]), None)
         if dup is not None:
@@ -219,6 +240,27 @@ def is_hosted(public: Any) -> bool:
         urls = [urls] if isinstance(urls, str) else list(urls or [])
         return not urls or not all(isinstance(u, str) and is_loopback(u) for u in urls)
     return False
+
+
+def _check_url(url: str, where: str = "") -> None:
+    """An http(s) URL with a host (and a valid port): a garbage base_url is an error at load, not 30
+    infrastructure errors later. The message shows the URL redacted (it may embed a key)."""
+    from urllib.parse import urlsplit
+
+    from .render import safe_text
+
+    shown = safe_text(redact_url(url), multiline=False)
+    if url != url.strip() or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        raise ValueError(f"{where}{shown!r} holds whitespace or control characters; expected e.g. http://host:port/v1")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{where}{shown!r} is not a URL ({exc}); expected e.g. http://host:port/v1") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{where}{shown!r} is not an http(s) URL with a host; expected e.g. http://localhost:11434 "
+                         "or https://api.example.com/v1")
+    del port
 
 
 #: the endpoint in the keys of a pooled model: a marker no URL can be

@@ -19,7 +19,7 @@ from .providers.base import ContextLimitError, MalformedReply, Provider, Provide
 from .providers.endpoints import EpisodeNet, episode_net
 from .sandbox import HostileArguments, Sandbox, menu, parse_arguments
 from .suite.schema import TOOL_NAMES, ResolvedCase
-from .trajectory import Termination, ToolCall, Trajectory, Turn
+from .trajectory import MAX_CALLS_PER_TURN, Termination, ToolCall, Trajectory, Turn
 
 SYSTEM_PROMPTS: dict[str, str] = {
     "default": (
@@ -122,6 +122,15 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         except MalformedReply as exc:  # the model's output could not be read as a call: its turn still counts
             traj.turns.append(Turn(index=index, finish_reason="malformed", endpoint=net.endpoint))
             termination, traj.error = "malformed_call", str(exc)
+            break
+        if len(reply.tool_calls) > MAX_CALLS_PER_TURN:  # bounded records: the model's malformed turn, counted
+            traj.turns.append(Turn(index=index, content=reply.content, finish_reason="malformed",
+                                   tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
+                                   busy_s=reply.busy_s, endpoint=net.endpoint,
+                                   calls_rejected=len(reply.tool_calls)))
+            termination = "malformed_call"
+            traj.error = (f"turn {index}: {len(reply.tool_calls):,} tool calls in one reply; at most "
+                          f"{MAX_CALLS_PER_TURN} are read (the turn is a malformed call)")
             break
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
                     tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,

@@ -1,7 +1,8 @@
 """Collection: a case file is a collector, each (variant, instance, run, model) an item.
 
 The episode runs in the item's setup phase, so an endpoint that keeps failing makes the item an
-error (not a failure); grading runs in the call phase.
+error (not a failure). Grading is computed in setup too (a grader that crashes is the harness's
+error, kept as a record), and its verdict is raised in the call phase.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 from .config import ModelConfig
 from .corpus import config_fingerprint, resume_key
+from .callsite.guard import GraderCrashed
 from .judge.assess import assess
 from .kinds import CaseKind, Entry, kind_named, load_file
 from .nodeids import item_name, item_nodeid
@@ -119,6 +121,19 @@ class CaseFile(pytest.File):
         return super().repr_failure(excinfo)  # type: ignore[return-value]
 
 
+#: the most an item's failure text may print (characters); the record in runs.jsonl keeps the rest
+MAX_FAILURE_CHARS = 12_000
+#: judge lines shown under a failure (one per semantic predicate; a case has a handful)
+MAX_JUDGE_LINES = 20
+
+
+def bounded_message(text: str, limit: int = MAX_FAILURE_CHARS) -> str:
+    """`text` cut to `limit` characters with a note: 10,000 tool calls must not print 500 KB."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n... [{len(text) - limit:,} more characters not shown: the full run is in runs.jsonl]"
+
+
 class CaseFailed(Exception):
     """The model failed the case; the message is the grader's account."""
 
@@ -142,6 +157,7 @@ class CaseItem(pytest.Item):
         self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})
         self.trajectory = None
         self.assessment: Any = None  # judge.assess.Assessment: the semantic verdicts
+        self.result: Any = None  # the kind's grade, computed in setup
         self.resume_key = ""
 
     @property
@@ -204,6 +220,31 @@ class CaseItem(pytest.Item):
         if self.assessment.error is not None:
             self._save_record(None)
             raise InfrastructureError(safe_text(f"infrastructure error (judge): {self.assessment.error}"))
+        judged = self.assessment.by_predicate() if self.assessment is not None else {}
+        try:  # only kinds with semantic checks (the ladder's episodes) receive the verdicts
+            self.result = self.kind.grade(case, self.trajectory, self.ihook, *((judged,) if judged else ()))
+        except Exception as exc:  # a grader's crash is the harness's fault: an error, and the record is kept
+            why = str(exc) if isinstance(exc, GraderCrashed) else f"grader crashed: {type(exc).__name__}: {exc}"
+            why = " ".join(why.split())[:300]
+            self._save_record(None, harness_error=why)
+            raise InfrastructureError(safe_text(f"infrastructure error (grader): {why}")) from None
+        if (not self.result.passed and self.model.provider == "scripted" and (self.model.policy or "oracle") == "oracle"
+                and self.assessment.judge is None):
+            # the oracle plays the case's own reference solution: failing the plugin's own grading (no conftest
+            # rule, no judge: those may fail it on purpose) is the case's error, not a model's
+            default = self.kind.grade(case, self.trajectory, None)
+            if not default.passed:
+                self._case_error(case, default)
+
+    def _case_error(self, case: Any, default: Any) -> None:
+        """The reference solution fails its own case: an infrastructure error naming the case, record kept."""
+        unmet = getattr(default.first_unmet, "code", None)
+        why = (f"case error: the reference solution of {case.id} fails its own case (first unmet {unmet}: "
+               f"{getattr(default.first_unmet, 'observed', '')}); fix the case's reference or its gold")
+        why = " ".join(why.split())[:400]
+        self._save_record(None, harness_error=why)
+        self.result = None
+        raise InfrastructureError(safe_text(why))
 
     def episode_job(self) -> Callable[[], Trajectory] | None:
         """The episode as a call that touches nothing of the item (safe in a thread), or None.
@@ -225,23 +266,21 @@ class CaseItem(pytest.Item):
         return lambda: kind.play(settings, case, model, provider, run)
 
     def runtest(self) -> None:
-        case, traj = self.resolved_case, self.trajectory
-        assert traj is not None
-        judged = self.assessment.by_predicate() if self.assessment is not None else {}
-        # only kinds with semantic checks (the ladder's episodes) receive the verdicts
-        result = self.kind.grade(case, traj, self.ihook, *((judged,) if judged else ()))
+        traj, result = self.trajectory, self.result
+        assert traj is not None and result is not None
         self._save_record(result)
         if not result.passed:
             lines = self.assessment.lines() if self.assessment is not None else []
-            raise CaseFailed(result.message(traj) + "".join(f"\n{safe_text(line)}" for line in lines))
+            raise CaseFailed(bounded_message(safe_text(result.message(traj)))
+                             + "".join(f"\n{safe_text(line)}" for line in lines[:MAX_JUDGE_LINES]))
 
     def teardown(self) -> None:
-        self.trajectory = self.assessment = None  # the record holds it now; keeping it would grow memory (and GC time) per item
+        self.trajectory = self.assessment = self.result = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
-    def _save_record(self, result: Any) -> None:
+    def _save_record(self, result: Any, harness_error: str | None = None) -> None:
         save_record(self, build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
                                        protocol=self.config.stash[settings_key].protocol.params(),
-                                       judging=self.assessment))
+                                       judging=self.assessment, harness_error=harness_error))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):

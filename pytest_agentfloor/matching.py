@@ -6,7 +6,16 @@ dicts as subsets of the observed value.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+
+def _float(value: int | float) -> float:
+    """float(value), total: an integer too large for a float (a model can write 400 digits) is +-inf."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def norm(value: Any) -> Any:
@@ -15,7 +24,7 @@ def norm(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, (int, float)):
-        return float(value)
+        return _float(value)
     if isinstance(value, list):
         return sorted((norm(v) for v in value), key=repr)
     if isinstance(value, dict):
@@ -27,7 +36,7 @@ def _num(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        return _float(value)
     if isinstance(value, str):
         try:
             return float(value.strip().replace(",", "").lstrip("$"))

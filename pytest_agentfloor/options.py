@@ -474,6 +474,13 @@ def report_dir(config: pytest.Config, rootdir: Path) -> Path:
         raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {what}; pick a directory for runs.jsonl and the reports")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {probe} is not writable; pick a directory you can write to")
+    for name, want_dir in (("sessions", True), ("judge-cache.jsonl", False), ("runs.jsonl", False)):
+        entry = path / name  # what the session writes there: a file where a directory belongs breaks every item
+        if entry.exists() and entry.is_dir() != want_dir:
+            kind = "directory" if entry.is_dir() else "file"
+            raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {entry} is a {kind}, where the session keeps "
+                                    f"its {'session directories' if want_dir else name}; "
+                                    "move it away or pick another report dir")
     return path
 
 

@@ -10,6 +10,7 @@ controller or any xdist worker) appends to, so all workers stop at the same tota
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -152,7 +153,9 @@ class CostMeter:
         for line in data[:end].splitlines():
             m = _COST.search(line)
             if m:
-                self.spent += float(m.group(1))
+                usd = float(m.group(1))
+                if math.isfinite(usd) and usd > 0:  # a negative cost (an older record) never refunds the cap
+                    self.spent += usd
         self.offset += end
         return self.spent
 

@@ -19,11 +19,12 @@ from . import hookspec, prefetch
 from .config import ModelConfig
 from .grading import grade
 from .kinds import KindPluginError, all_kinds
-from .items import CaseFile, CaseItem, InfrastructureError, play, records_key, save_record
+from .items import CaseFile, CaseItem, ContextLimitReached, InfrastructureError, play, records_key, save_record
 from .junit import JUnitNames
 from .options import add_options, conflict_message, fallback_settings, foreign_option_names, gate_spec, \
     own_option_names, read_settings, settings_key
 from .providers.base import Provider
+from .render import safe_text
 from .results import build_record, compact
 from .nodeids import split_nodeid
 from .scope import case_paths, is_benchmark_run, is_case_file, targets_cases
@@ -77,11 +78,13 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = read_settings(config)
     except pytest.UsageError as exc:
+        # a usage error quotes what the user typed (a --model value, a directory name): never raw ESC/RLO
+        message = safe_text(str(exc))
         if active:
-            raise
+            raise pytest.UsageError(message) from None
         # not a benchmark run: an unrelated models.toml or ini value must not break the user's tests
         settings = fallback_settings(config)
-        settings.error = str(exc)
+        settings.error = message
     settings.active = active
     config.stash[settings_key] = settings
     if active and not settings.error:
@@ -129,11 +132,27 @@ def check_nodeid_args(config: pytest.Config, settings: Any) -> None:
                                     f"(selected: {', '.join(sorted(selected)) or 'none'}); {hint}")
 
 
+def judge_cache_notes(settings: Any) -> list[str]:
+    """The judge cache's bad lines, named (read on the controller: under xdist the workers read it)."""
+    if settings.judge is None or settings.judge_cache in ("off", "write"):
+        return []
+    from .judge.cache import CACHE_FILE, CacheError, JudgeCache
+
+    cache = JudgeCache(settings.report_dir / CACHE_FILE, "read")
+    try:
+        cache.refresh()
+    except CacheError as exc:
+        return [str(exc)]
+    return cache.notes()
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """An empty benchmark run says which selection left nothing, instead of a bare 'no tests ran'."""
     settings = config.stash.get(settings_key, None)
     if settings is None or not settings.active or hasattr(config, "workerinput"):
         return
+    for note in judge_cache_notes(settings):
+        terminalreporter.write_line(f"agentfloor: {note}", yellow=True)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         def shown(sel: set[str] | None) -> str:
             return ",".join(sorted(sel)) if sel else "all"
@@ -188,9 +207,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         gc.freeze()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """--agentfloor-shard K/N keeps this shard's items; with --agentfloor-resume, items already complete
-    in runs.jsonl are deselected (their records still count)."""
+    in runs.jsonl are deselected (their records still count).
+
+    Last, after -k, -m and every other plugin's deselection: an item they drop is not resumed (its
+    earlier record is not carried into this session) and counts as deselected, as pytest counts it.
+    """
     settings = config.stash[settings_key]
     if settings.probes and not settings.run_non_capable:
         from .probe import gate
@@ -215,6 +239,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in settings.resume_keys]
     if done:
+        for item in done:
+            item.agentfloor_resumed = True  # type: ignore[attr-defined]  # not counted as deselected
         keep = set(map(id, done))
         items[:] = [i for i in items if id(i) not in keep]
         config.hook.pytest_deselected(items=done)
@@ -312,13 +338,13 @@ class Headline:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Put the records this phase made on its report: TestReport keeps extra attributes through xdist.
 
-    Also shortens an infrastructure error raised in setup: pytest calls repr_failure only for the
-    call phase, so CaseItem.repr_failure never sees it.
+    Also shortens an infrastructure error or a context-limit error raised in setup: pytest calls
+    repr_failure only for the call phase, so CaseItem.repr_failure never sees them.
     """
     report = yield
     if isinstance(item, CaseItem):
         report.agentfloor_measured = True  # type: ignore[attr-defined]
-        if call.excinfo is not None and call.excinfo.errisinstance(InfrastructureError):
+        if call.excinfo is not None and call.excinfo.errisinstance((InfrastructureError, ContextLimitReached)):
             report.longrepr = str(call.excinfo.value)
         if isinstance(report.longrepr, str):
             report.longrepr = Headline(report.longrepr)

@@ -24,6 +24,7 @@ from typing import Any
 
 import pluggy
 
+from .callsite.guard import GraderCrashed
 from .judge.assess import assess
 from .kinds import is_case_file, load_file
 from .results import RunLog, read_records
@@ -153,7 +154,7 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path,
         hook = hooks.relay(path) if hooks else None  # a conftest that cannot load stops the command
         try:
             new = _regrade_one(rec, kind, entry, task, changes, problems, hook, judge)
-        except (KeyError, TypeError, ValueError) as exc:  # a hand-edited record: keep it as it is
+        except (KeyError, TypeError, ValueError, RecursionError, GraderCrashed) as exc:  # kept as it is
             problems.append(f"{rec.get('nodeid', task)}: cannot be re-graded ({type(exc).__name__}: "
                             f"{str(exc)[:120]}); kept unchanged")
             new = rec
@@ -261,6 +262,11 @@ def main(argv: list[str]) -> int:
         print(line)
     passed_before = sum(1 for r in records if r.get("passed"))
     passed_after = sum(1 for r in new if r.get("passed"))
+    regraded = sum(1 for old, now in zip(records, new) if now is not old)
+    if not regraded:  # nothing was re-graded: not a success, whatever the file held
+        print(f"regrade: error: no usable record in {args.runs} ({len(records)} read, none re-graded"
+              f"{'; see the notes above' if read_problems or problems else ''})", file=sys.stderr)
+        return 2
     print(f"re-graded {len(records)} record(s): {len(changes)} outcome(s) changed; "
           f"passed {passed_before} -> {passed_after}")
     if judge is not None:

@@ -11,9 +11,11 @@ import html
 import re
 
 # C0 and C1 controls, DEL, and the invisible Unicode characters that reorder or hide text
-# (bidi overrides and isolates, zero-width joiners, line/paragraph separators, BOM)
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_UNSAFE_LINES = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# (bidi overrides and isolates, zero-width joiners, line/paragraph separators, BOM), and lone
+# surrogates: a model's JSON can carry "\ud800", which no UTF-8 file or terminal can hold
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+_UNSAFE_LINES = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 _TAG = re.compile(r"<(?=[A-Za-z/!?])")  # only a '<' that could open HTML; 'p < 0.05' stays readable
@@ -23,6 +25,15 @@ _ENTITY = re.compile(r"&(?=#?\w+;)")  # only an '&' that would start a character
 def _visible(m: re.Match[str]) -> str:
     code = ord(m.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` with each lone surrogate written as its JSON/Python escape (``\\ud800``).
+
+    Everything else is kept as is; the result always encodes to UTF-8, and inside a JSON
+    document the escape reads back as the same character.
+    """
+    return _SURROGATE.sub(_visible, text) if _SURROGATE.search(text) else text
 
 
 def safe_text(text: object, *, multiline: bool = True) -> str:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import fcntl
 import threading
 import json
+import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from . import __version__
 from .config import ModelConfig
@@ -22,6 +23,8 @@ from .trajectory import Trajectory
 RECORD_SCHEMA = 1
 #: longest text stored for one message field (content, arguments, answer, error), in UTF-8 bytes
 MAX_TEXT_BYTES = 64 * 1024
+#: longest record (bytes of JSON): beyond it the transcript's messages, then later turns, are dropped
+MAX_RECORD_BYTES = 1024 * 1024
 #: the semantic-check counts (judge.assess.Assessment.scalars); records from before the judge lack them
 JUDGE_FIELDS: tuple[str, ...] = (
     "judge_model", "judge_verdicts", "keyword_verdicts", "judge_fails", "judge_cached", "judge_requests", "judge_error",
@@ -53,14 +56,21 @@ def usage_invalid(tokens_in: object, tokens_out: object, latency_s: object) -> l
     return bad
 
 
+def _valid_cost(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x < 1e6
+
+
 def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
-                 nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None) -> dict[str, Any]:
+                 nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None,
+                 harness_error: str | None = None) -> dict[str, Any]:
     """One run's record; `protocol` is the Protocol's params(), so the record says its rules.
 
     `judging`: the item's judge.assess.Assessment; a judge error makes the run an infrastructure
     error (the judged model's cost and latency stay its own; the judge's are reported apart).
+    `harness_error`: the harness failed after the episode (a grader crashed): an infrastructure
+    error too, never the model's failure, with the episode kept in the record.
     """
-    judge_error = getattr(judging, "error", None)
+    judge_error = getattr(judging, "error", None) or harness_error
     infra = traj.termination == "provider_error" or judge_error is not None
     # a prompt cut by the context window: no model verdict (no failure mode), only the harness flag
     harness = traj.termination == "context_limit"
@@ -104,14 +114,18 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         "endpoint_wait_s": traj.endpoint_wait_s,
         # hourly pricing charges the time the model was busy serving the episode, not the item's
         # wall clock (which grows with -n when workers queue on one server); no pricing: unknown, never $0
-        "cost_usd": round(sum(recorded), 10) if recorded else
-        round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10) if priced else None,
+        # usage the server got wrong (negative, absurd) makes the cost unknown: it never lowers --max-cost's meter;
+        # a cost recorded elsewhere (providers/recorded.py) counts only when it is a finite, non-negative figure
+        "cost_usd": (round(sum(recorded), 10) if all(_valid_cost(c) for c in recorded) else None) if recorded else
+        round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10)
+        if priced and not usage_invalid(traj.tokens_in, traj.tokens_out, traj.busy_s) else None,
         "calls_malformed": sum(1 for c in calls if c.malformed),
+        "calls_rejected": sum(t.calls_rejected for t in traj.turns),  # beyond MAX_CALLS_PER_TURN, none kept
         "calls_hallucinated": sum(1 for c in calls if c.hallucinated),
         "calls_repeated": sum(1 for c in calls if c.repeated),
         "turns_leaked": sum(1 for t in traj.turns if t.leaked_call),
         "usage_invalid": usage_invalid(traj.tokens_in, traj.tokens_out, traj.latency_s),
-        "error": traj.error if traj.error or judge_error is None else judge_error,
+        "error": harness_error or (traj.error if traj.error or judge_error is None else judge_error),
         "case_hash": case.content_hash,
         "config": config.public(),
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
@@ -129,9 +143,30 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
     stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"],
                                 "verdicts": record["verdicts"]})
     record.update(stored)
+    capped.update(bound_record(record))
     if capped:
         record["capped"] = capped
     return record
+
+
+def bound_record(record: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[str, int]:
+    """Keep one record under `limit` bytes of JSON (each text is capped already, their number is not):
+    first the transcript's messages go (the turns keep what was said and called), then later turns.
+    Returns what was dropped, by path, with the record's size before."""
+    size = len(json.dumps(record, separators=(",", ":"), default=str))
+    if size <= limit:
+        return {}
+    traj = record.get("trajectory")
+    if not isinstance(traj, dict):
+        return {}
+    dropped = {"trajectory.messages": size}
+    traj["messages"] = []
+    turns = traj.get("turns") or []
+    while len(turns) > 1 and len(json.dumps(record, separators=(",", ":"), default=str)) > limit:
+        turns = turns[: len(turns) // 2]
+        traj["turns"] = turns
+        dropped["trajectory.turns"] = size
+    return dropped
 
 
 def cap_text(value: Any, limit: int = MAX_TEXT_BYTES) -> tuple[Any, dict[str, int]]:
@@ -313,3 +348,35 @@ def usable_runs(runs: list[Any], source: str, what: str = "record") -> tuple[lis
     if len(bad) > MAX_LINE_NOTES:
         notes.append(f"{source}: {len(bad)} unusable {what}s skipped in all")
     return good, notes
+
+
+#: what identifies one run of one item (records of several configs of one model collapse too)
+RUN_KEY: tuple[str, ...] = ("model", "task", "variant", "instance", "run")
+#: the one rule for a run recorded more than once (a resume, a rerun plugin, overlapping shards,
+#: a file given twice): every command (report, compare, the gate, resume, the terminal summary) applies it
+DUPLICATE_RULE = "the last record of a run wins (files in the order given, lines in file order)"
+
+
+def run_key(record: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(record.get(k)) for k in RUN_KEY)
+
+
+def latest_runs(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """One record per run by DUPLICATE_RULE, in the order of each run's last record; and how many
+    earlier records were replaced."""
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    replaced = 0
+    for r in records:
+        key = run_key(r)
+        if key in out:
+            replaced += 1
+            del out[key]  # insertion order = order of the last occurrence
+        out[key] = dict(r)
+    return list(out.values()), replaced
+
+
+def duplicate_note(replaced: int, where: str = "") -> list[str]:
+    """The note every command prints when it applied DUPLICATE_RULE."""
+    if not replaced:
+        return []
+    return [f"{where}{replaced} repeated run record(s) replaced: {DUPLICATE_RULE}"]

@@ -9,6 +9,7 @@ run behind it. A run is PARTIAL when its selection is narrower than the full cas
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,49 @@ def stop_reason(session: pytest.Session, exitstatus: int) -> str | None:
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         return "interrupted"
     return None
+
+
+_SHARD_REASON = "--agentfloor-shard "
+_DESELECTED = re.compile(r"\d+ item\(s\) deselected")
+
+
+def merged_run(parts: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any]:
+    """The COMPLETE/PARTIAL state of several runs files read as one (``report A B ...``).
+
+    ``parts``: (runs file, its session.json or None). COMPLETE only if every file has a session.json,
+    every session is complete apart from being one shard, and the shards of one split
+    (``K/N``) are all there, each once; the reasons otherwise say which part is missing or partial.
+    """
+    reasons: list[str] = []
+    shards: dict[int, set[int]] = {}
+    models: list[str] = []
+    for source, run in parts:
+        if not run:
+            reasons.append(f"{source}: no session.json beside it (whether that run is complete is unknown)")
+            continue
+        sel = run.get("selection") or {}
+        models += [m for m in sel.get("models") or [] if m not in models]
+        shard = sel.get("shard")
+        own = [r for r in run.get("partial_reasons") or [] if not str(r).startswith(_SHARD_REASON)]
+        if shard:  # the other shards' items count as deselected in each shard: the merge has them
+            own = [r for r in own if not _DESELECTED.fullmatch(str(r))]
+            try:
+                k, n = (int(x) for x in str(shard).split("/"))
+                shards.setdefault(n, set())
+                if k in shards[n]:
+                    reasons.append(f"{source}: shard {k}/{n} given twice")
+                shards[n].add(k)
+            except ValueError:
+                reasons.append(f"{source}: unreadable shard {shard!r}")
+        elif not run.get("complete") and not own:
+            own = ["PARTIAL"]
+        reasons += [f"{source}: {r}" for r in own]
+    if len(shards) > 1:
+        reasons.append(f"shards of different splits ({', '.join(f'/{n}' for n in sorted(shards))}) merged")
+    for n, ks in sorted(shards.items()):
+        missing = sorted(set(range(1, n + 1)) - ks)
+        if missing:
+            reasons.append(f"shard(s) {', '.join(f'{k}/{n}' for k in missing)} not among the merged files")
+    ids = [str(run.get("session_id", "?")) for _, run in parts if run]
+    return {"session_id": "merged " + " + ".join(ids) if ids else "merged", "complete": not reasons,
+            "partial_reasons": reasons, "selection": {"models": models}, "merged_from": [s for s, _ in parts]}

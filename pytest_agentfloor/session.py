@@ -210,8 +210,9 @@ class AgentFloorSession:
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Deselected by any plugin or conftest (seen here without xdist); resumed items do not count."""
-        keys = self.settings.resume_keys
-        self.deselected += sum(1 for i in items if getattr(i, "resume_key", None) not in keys or not keys)
+        # only the items resume itself took out (marked by plugin.pytest_collection_modifyitems): an item
+        # -m or -k dropped counts as deselected even when runs.jsonl holds a result for it
+        self.deselected += sum(1 for i in items if not getattr(i, "agentfloor_resumed", False))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:

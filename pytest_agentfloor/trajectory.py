@@ -47,6 +47,10 @@ class ToolCall(BaseModel):
         return self.result.get("status") == "ok"
 
 
+#: the most tool calls one reply may make: 10,000 calls in a turn must not make a 7 MB record
+MAX_CALLS_PER_TURN = 64
+
+
 class Turn(BaseModel):
     index: int
     content: str | None = None
@@ -63,6 +67,8 @@ class Turn(BaseModel):
     menu_size: int | None = Field(None, description="tool schemas shown in this request (pressure cells)")
     endpoint: str | None = Field(None, description="the endpoint (redacted URL) that answered this turn "
                                  "(replayed: the recording's, when its cassette says); None for in-process answers")
+    calls_rejected: int = Field(0, description="tool calls in this reply beyond MAX_CALLS_PER_TURN: the turn "
+                                "is the model's malformed call, and none of them is kept")
 
 
 class Trajectory(BaseModel):

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "pressure.encoding", "pressure.menu", "pressure.family", "pressure.compiler", "callsite",
                    "callsite.schema", "callsite.policies")),
     ("play", ("providers", "providers.*", "local", "local.*", "episode", "probe")),
-    ("grading", ("grading", "grading.*", "callsite.parsers", "callsite.graders")),
+    ("grading", ("grading", "grading.*", "callsite.parsers", "callsite.graders", "callsite.guard")),
     ("records", ("results",)),
     ("judge and statistics", ("judge", "judge.*", "corpus", "stats", "stats.*", "callsite.stats")),
     ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade")),

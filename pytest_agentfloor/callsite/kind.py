@@ -20,9 +20,11 @@ from ..grading import Grade
 from ..grading.obligations import Verdict
 from ..kindspec import Entry
 from ..providers.base import MalformedReply, ProviderError
+from ..render import safe_text
 from ..suite.loader import CaseError, _loc, read_toml
-from ..trajectory import ToolCall, Trajectory, Turn
+from ..trajectory import MAX_CALLS_PER_TURN, ToolCall, Trajectory, Turn
 from .graders import GRADERS, Outcome
+from .guard import guarded
 from .schema import CallSiteCase, Installation, SiteCase, SiteTable
 
 if TYPE_CHECKING:
@@ -195,9 +197,10 @@ class SiteGrade(Grade):
             return "passed"
         out = traj.final_answer if traj.final_answer is not None else ""
         shown = " ".join(out.split())
-        return (f"failed rule {self.first_unmet.code}: expected {self.first_unmet.expected}; "
-                f"observed {self.first_unmet.observed}\n"
-                f"output ({traj.termination}): {shown[:300]!r}" + ("..." if len(shown) > 300 else ""))
+        # the observed text is the model's: no escape sequence or lone surrogate reaches a terminal
+        return safe_text(f"failed rule {self.first_unmet.code}: expected {self.first_unmet.expected}; "
+                         f"observed {self.first_unmet.observed}\n"
+                         f"output ({traj.termination}): {shown[:300]!r}" + ("..." if len(shown) > 300 else ""))
 
 
 def facets(case: CallSiteCase, outcome: Outcome | None) -> dict[str, Any]:
@@ -220,8 +223,8 @@ def grade_call(case: CallSiteCase, traj: Trajectory, hook: Any = None) -> SiteGr
         if grader is None:
             outcome = Outcome([Verdict(f"{case.grader}.grader", False, f"a grader named {case.grader!r}",
                                        "none registered (implement pytest_agentfloor_callsite_grade)")])
-        else:
-            outcome = grader(case, output)
+        else:  # total: a verdict for any output, or GraderCrashed (the harness's error, record kept)
+            outcome = guarded(case.grader, grader, case, output)
     if traj.calls:
         outcome = Outcome([Verdict(f"{case.grader}.no_tools", False, "a text reply (no tools are offered)",
                                    f"tool call {traj.calls[0].name}")] + outcome.verdicts, outcome.details)
@@ -249,8 +252,10 @@ def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 
         turn = Turn(index=0, content=reply.content, finish_reason=reply.finish_reason, tokens_in=reply.tokens_in,
                     tokens_out=reply.tokens_out, latency_s=reply.latency_s,
                     cost_usd=getattr(reply, "cost_usd", None))
+        kept = reply.tool_calls[:MAX_CALLS_PER_TURN]  # bounded: the rest are counted, not stored
+        turn.calls_rejected = len(reply.tool_calls) - len(kept)
         turn.calls = [ToolCall(turn=0, id=c.id, name=c.name, raw_arguments=c.arguments, hallucinated=True)
-                      for c in reply.tool_calls]
+                      for c in kept]
         traj.turns.append(turn)
         messages.append({"role": "assistant", "content": reply.content or ""})
         traj.final_answer = reply.content or ""

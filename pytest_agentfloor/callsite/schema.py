@@ -17,9 +17,10 @@ CROSS_SITE: tuple[str, ...] = ("control", "flip", "nearmiss", "refusal", "same")
 NAMING: tuple[str, ...] = ("name", "location", "name_location", "attribute", "switch", "multi", "refusal")
 AGENT_FUNCTIONS: dict[str, int] = {"setup": 1, "process": 1, "handle_task": 2, "cleanup": 1}
 #: a registry's entity id as Home Assistant shows it: a domain, a dot, an object id (any case, digits,
-#: further dots: ``sensor.22101316g_battery``, ``update.zbt_2_0000005E0053_firmware``)
-_ENTITY = re.compile(r"^[A-Za-z0-9_]+\.[A-Za-z0-9_.\-]+$")
-_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: further dots: ``sensor.22101316g_battery``, ``update.zbt_2_0000005E0053_firmware``); always fullmatch:
+#: "$" would let a trailing newline in
+_ENTITY = re.compile(r"[A-Za-z0-9_]+\.[A-Za-z0-9_.\-]+")
+_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class _Strict(BaseModel):
@@ -35,7 +36,7 @@ class Entity(_Strict):
     @field_validator("id")
     @classmethod
     def _entity_id(cls, v: str) -> str:
-        if not _ENTITY.match(v):
+        if not _ENTITY.fullmatch(v):
             raise ValueError(f"entity id {v!r} must look like domain.object_id (letters, digits, '_', '.', '-')")
         return v
 
@@ -61,7 +62,7 @@ class Installation(_Strict):
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
             raise ValueError(f"entity id(s) listed twice: {dup}")
-        if not re.match(r"^[a-z][a-z0-9_]*$", self.id):
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.id):
             raise ValueError(f"installation id {self.id!r} must be a lower-case marker name")
         return self
 
@@ -106,7 +107,7 @@ class Action(_Strict):
         if self.entity_id_any is not None and not self.entity_id_any:
             raise ValueError("entity_id_any must list at least one entity id")
         for e in self.ids():
-            if not _ENTITY.match(e):
+            if not _ENTITY.fullmatch(e):
                 raise ValueError(f"entity id {e!r} must look like domain.object_id (letters, digits, '_', '.', '-')")
         return self
 
@@ -177,14 +178,14 @@ class SiteCase(_Strict):
     @field_validator("group")
     @classmethod
     def _group(cls, v: str) -> str:
-        if not re.match(r"^[a-z][a-z0-9_]*$", v):
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", v):
             raise ValueError(f"group {v!r} must be a lower-case marker name")
         return v
 
     @field_validator("id")
     @classmethod
     def _id(cls, v: str | None) -> str | None:
-        if v is not None and not _ID.match(v):
+        if v is not None and not _ID.fullmatch(v):
             raise ValueError(f"case id {v!r} may hold only letters, digits, '_', '.' and '-'")
         return v
 
@@ -215,7 +216,7 @@ class SiteTable(_Strict):
     @field_validator("site")
     @classmethod
     def _site(cls, v: str) -> str:
-        if not re.match(r"^[a-z][a-z0-9_]*$", v):
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", v):
             raise ValueError(f"site {v!r} must be a lower-case marker name")
         return v
 

@@ -23,11 +23,34 @@ CACHE_FILE = "judge-cache.jsonl"
 CACHE_MODES: dict[str, tuple[bool, bool]] = {
     "readwrite": (True, True), "read": (True, False), "write": (False, True), "off": (False, False)}
 _KEY = re.compile(r"[0-9a-f]{64}")
+#: bad lines named one by one in the notes; the rest are counted
+MAX_NAMED_BAD_LINES = 5
+
+
+class CacheError(Exception):
+    """The cache file cannot be read or written (e.g. its path is a directory): the judge cannot work."""
+
+
+def entry_problem(obj: Any) -> str | None:
+    """Why `obj` is not a cache entry (None: it is one). A reason is what the judge's parser accepts."""
+    from .prompt import MAX_REASON_CHARS
+
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not an object"
+    if not (isinstance(obj.get("key"), str) and _KEY.fullmatch(obj["key"]) is not None):
+        return "'key' is not a 64-digit hex digest"
+    if obj.get("verdict") not in ("pass", "fail"):
+        return "'verdict' is not \"pass\" or \"fail\""
+    reason = obj.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return "'reason' is not a non-empty string"
+    if len(reason) > MAX_REASON_CHARS:
+        return f"'reason' is {len(reason):,} characters (a verdict's reason has at most {MAX_REASON_CHARS})"
+    return None
 
 
 def _entry_ok(obj: Any) -> bool:
-    return (isinstance(obj, dict) and isinstance(obj.get("key"), str) and _KEY.fullmatch(obj["key"]) is not None
-            and obj.get("verdict") in ("pass", "fail") and isinstance(obj.get("reason"), str))
+    return entry_problem(obj) is None
 
 
 class JudgeCache:
@@ -41,7 +64,9 @@ class JudgeCache:
         self.reads, self.writes = CACHE_MODES[mode]
         self.entries: dict[str, dict[str, Any]] = {}
         self.bad_lines = 0
+        self.problems: list[str] = []  # the first bad lines, by number and why
         self._offset = 0
+        self._line = 0  # lines read so far (numbers the bad ones)
         self._log = RunLog(self.path)  # the same locked, torn-line-safe appender as runs.jsonl
 
     # -- reading --------------------------------------------------------------------------
@@ -59,6 +84,8 @@ class JudgeCache:
             fh = self.path.open("rb")
         except FileNotFoundError:
             return
+        except OSError as exc:  # a directory, no permission: no verdict can be read
+            raise CacheError(f"judge cache {self.path}: cannot be read ({exc.strerror or exc})") from None
         with fh:
             fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
             try:
@@ -70,18 +97,32 @@ class JudgeCache:
         if end < 0:
             return
         for raw in data[:end].split(b"\n"):
+            self._line += 1
             if not raw.strip():
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                self.bad_lines += 1
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                self._bad(f"not JSON ({type(exc).__name__})")
                 continue
-            if _entry_ok(obj):
+            why = entry_problem(obj)
+            if why is None:
                 self.entries[obj["key"]] = obj  # a later entry (e.g. --judge-cache write) wins
             else:
-                self.bad_lines += 1
+                self._bad(why)
         self._offset += end + 1
+
+    def _bad(self, why: str) -> None:
+        self.bad_lines += 1
+        if len(self.problems) < MAX_NAMED_BAD_LINES:
+            self.problems.append(f"{self.path.name} line {self._line}: {why}; ignored")
+
+    def notes(self) -> list[str]:
+        """One line per bad line seen (the first few), then the count: nothing is skipped silently."""
+        if not self.bad_lines:
+            return []
+        more = self.bad_lines - len(self.problems)
+        return [*self.problems] + ([f"{self.path.name}: {self.bad_lines} bad line(s) ignored in all"] if more else [])
 
     # -- writing --------------------------------------------------------------------------
     def put(self, entry: dict[str, Any]) -> None:
@@ -92,8 +133,12 @@ class JudgeCache:
             self.entries[entry["key"]] = entry
         if not self.writes:
             return
-        line = (json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-        self._log.append_line(line)
+        # ASCII escapes: a reason holding a lone surrogate still makes a valid UTF-8 line
+        line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        try:
+            self._log.append_line(line)
+        except OSError as exc:
+            raise CacheError(f"judge cache {self.path}: cannot be written ({exc.strerror or exc})") from None
 
     def close(self) -> None:
         self._log.close()

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from .cache import JudgeCache
+from .cache import CacheError, JudgeCache
 from .prompt import PROMPT_VERSION, UnparseableReply, messages, parse_reply
 
 if TYPE_CHECKING:
@@ -109,7 +109,10 @@ class Judge:
               text: str) -> Judgment:
         """The verdict on `text`; raises JudgeError when the judge cannot give one."""
         key = cache_key(self.fingerprint, predicate, rubric, case_id, context_digest(task, reference), text)
-        hit = self.cache.get(key) if self.cache is not None else None
+        try:
+            hit = self.cache.get(key) if self.cache is not None else None
+        except CacheError as exc:
+            raise JudgeError(str(exc)) from None
         if hit is not None:
             self.hits += 1
             return Judgment(predicate, "judge", hit["verdict"] == "pass", hit["reason"], rubric, key, cached=True)
@@ -137,15 +140,26 @@ class Judge:
         busy = reply.busy_s if reply.busy_s is not None else reply.latency_s
         p = self.config.pricing
         priced = any(v is not None for v in (p.hourly_usd, p.input_per_mtok, p.output_per_mtok))
-        cost = p.cost(reply.tokens_in, reply.tokens_out, busy) if priced else None
+        from ..results import usage_invalid
+
+        # usage the server got wrong makes the judge's cost unknown, never negative
+        cost = p.cost(reply.tokens_in, reply.tokens_out, busy) if priced and not usage_invalid(
+            reply.tokens_in, reply.tokens_out, busy) else None
         out = Judgment(predicate, "judge", passed, reason, rubric, key, cached=False, tokens_in=reply.tokens_in,
                        tokens_out=reply.tokens_out, latency_s=reply.latency_s, cost_usd=cost)
         if self.cache is not None:
-            self.cache.put({"key": key, "verdict": "pass" if passed else "fail", "reason": reason,
-                            "prompt_version": PROMPT_VERSION, "judge": self.fingerprint, "judge_model": self.name,
-                            "predicate": predicate, "case": case_id, "tokens_in": reply.tokens_in,
-                            "tokens_out": reply.tokens_out, "latency_s": round(reply.latency_s, 6)})
+            self._store({"key": key, "verdict": "pass" if passed else "fail", "reason": reason,
+                         "prompt_version": PROMPT_VERSION, "judge": self.fingerprint, "judge_model": self.name,
+                         "predicate": predicate, "case": case_id, "tokens_in": reply.tokens_in,
+                         "tokens_out": reply.tokens_out, "latency_s": round(reply.latency_s, 6)})
         return out
+
+    def _store(self, entry: dict[str, Any]) -> None:
+        assert self.cache is not None
+        try:
+            self.cache.put(entry)
+        except CacheError as exc:  # the verdict was given, but an unwritable cache is the setup's fault
+            raise JudgeError(str(exc)) from None
 
     def describe(self) -> str:
         return f"{self.name} ({self.config.provider}:{self.config.model or 'default'}, prompt {PROMPT_VERSION})"

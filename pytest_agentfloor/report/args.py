@@ -6,9 +6,25 @@ A module of its own so that each command imports it without importing another co
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def whole_number(minimum: int, maximum: int | None = None) -> Any:
+    """An argparse type: a whole number within [minimum, maximum]; anything else is a usage error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            valid = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+            raise argparse.ArgumentTypeError(f"expected a whole number {valid}, got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse

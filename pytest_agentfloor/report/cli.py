@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..reportdir import read_session
+from ..runinfo import merged_run
 from ..results import read_records, usable_runs
 from .args import OneLineParser as _Parser
 from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, read_probe, write_reports
@@ -50,32 +51,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def merge_runs(paths: list[Path]) -> tuple[list[dict], list[str]]:
-    """The usable records of every file, in order; a run recorded twice (same item, same model
-    config) counts once, so merging a file with itself or overlapping shards cannot inflate a table."""
-    from ..corpus import record_key
+    """The usable records of every file, one per run by results.DUPLICATE_RULE (the last wins), so
+    merging a file with itself or overlapping shards cannot inflate a table, and a run recorded
+    twice with different outcomes is resolved as compare, the gate and resume resolve it."""
+    from ..results import duplicate_note, latest_runs
 
     merged: list[dict] = []
     problems: list[str] = []
-    seen: dict[str, Path] = {}
-    dropped = 0
     for path in paths:
         records, notes = read_records(path)
         records, skipped = usable_runs(records, str(path))
         problems += notes + skipped
-        for record in records:
-            try:
-                key = record_key(record)
-            except (KeyError, TypeError, ValueError):
-                key = None
-            if key is not None and key in seen and len(paths) > 1:
-                dropped += 1
-                continue
-            if key is not None:
-                seen[key] = path
-            merged.append(record)
-    if dropped:
-        problems.append(f"{dropped} run(s) appear in more than one file; each counts once")
-    return merged, problems
+        merged += records
+    merged, replaced = latest_runs(merged)
+    return merged, problems + duplicate_note(replaced)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                                 n_boot=args.n_boot, seed=args.seed, infra_as_failure=args.infra_as_failure,
                                 cluster=None if args.cluster == "auto" else args.cluster,
                                 probe=read_probe(first.parent / "probe.json") if len(args.runs) == 1 else None,
-                                run=read_session(first.parent) if len(args.runs) == 1 else None,
+                                run=read_session(first.parent) if len(args.runs) == 1 else merged_run(
+                                    [(str(p), read_session(p.parent)) for p in args.runs]),
                                 interval_method=args.interval_method, decision=args.noninferiority_bound,
                                 infra_threshold=args.infra_threshold,
                                 section_options=section_options)
@@ -135,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: cannot write {out / VIEWER_FILE} ({exc})", file=sys.stderr)
         return 2
     if args.print_tables:
+        from ..render import escape_surrogates
         from .sections import compute_sections
         from .terminal import render_text, section_text
 
@@ -142,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         sections = compute_sections(prepare_records(records)[0], meta, reference=args.reference,
                                     options=section_options)
         if summary.model_order or not sections:
-            sys.stdout.write(render_text(summary, width=width, markup=sys.stdout.isatty()))
+            sys.stdout.write(escape_surrogates(render_text(summary, width=width, markup=sys.stdout.isatty())))
         if sections:
-            sys.stdout.write(section_text(sections, width=width, markup=sys.stdout.isatty()))
+            sys.stdout.write(escape_surrogates(section_text(sections, width=width, markup=sys.stdout.isatty())))
     print(f"{prog}: {len(prepare_records(records)[0])} records, {len(models)} model(s); wrote "
           f"{', '.join(REPORT_FILES)}, {VIEWER_FILE} to {out}")
     return 0

@@ -76,7 +76,8 @@ def _coerce(field_name: str, value: Any) -> Any:
 
 
 def prepare_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Compact run records: only ``PROPERTY_FIELDS``, repeats of one run collapsed (the last wins).
+    """Compact run records: only ``PROPERTY_FIELDS``, repeats of one run collapsed (the last wins:
+    results.DUPLICATE_RULE, the rule of every command).
 
     Full runs.jsonl records and the plugin's user_properties dicts give the same result. A run
     key (model, task, variant, instance, run) seen twice is a re-run (resume, rerun plugins);
@@ -93,8 +94,9 @@ def prepare_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str
             replaced += 1
             del out[key]  # keep insertion order = order of the last occurrence
         out[key] = rec
-    notes = [f"{replaced} repeated run record(s) replaced by a later record of the same run"] if replaced else []
-    return list(out.values()), notes
+    from ..results import duplicate_note
+
+    return list(out.values()), duplicate_note(replaced)
 
 
 def model_meta_view(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -149,7 +151,14 @@ def normalise_meta(models_meta: Mapping[str, Mapping[str, Any]] | None,
 
 # -- writing ------------------------------------------------------------------------------
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8, ``\\n`` newlines) to a temp file beside ``path``, then ``os.replace``."""
+    """Write ``text`` (UTF-8, ``\\n`` newlines) to a temp file beside ``path``, then ``os.replace``.
+
+    A lone surrogate from a model's output (UTF-8 cannot hold one) is written as its escape,
+    so one bad character never costs the whole report.
+    """
+    from ..render import escape_surrogates
+
+    text = escape_surrogates(text)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..render import safe_text
+from ..render import escape_surrogates, safe_text
 from ..stats import Summary
 from .files import REPORT_FILES, build_summary, models_meta_from_records
 from .format import DASH, TextTable
@@ -188,11 +188,12 @@ def render_summary(terminalreporter: Any, records: list[dict[str, Any]], summary
                                 reference=summary.config.get("reference"), options=section_options)
     terminalreporter.write_sep("=", "agentfloor")
     if summary.model_order or not sections:
-        terminalreporter.write(render_text(summary, width=width, markup=markup))
+        terminalreporter.write(escape_surrogates(render_text(summary, width=width, markup=markup)))
     if sections:
-        terminalreporter.write(section_text(sections, width=width, markup=markup))
+        terminalreporter.write(escape_surrogates(section_text(sections, width=width, markup=markup)))
     if mode == "all" and out_dir is not None:
-        terminalreporter.write_line(f"agentfloor reports: {', '.join(str(Path(out_dir) / f) for f in REPORT_FILES)}")
+        shown = ", ".join(str(Path(out_dir) / f) for f in REPORT_FILES)
+        terminalreporter.write_line(safe_text(f"agentfloor reports: {shown}"))
 
 
 def section_text(sections: Mapping[str, Any], *, width: int = 120, markup: bool = False) -> str:

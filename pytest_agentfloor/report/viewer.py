@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    from .args import OneLineParser as _Parser
+    from .args import OneLineParser as _Parser, whole_number
 
     p = _Parser(prog="python -m pytest_agentfloor view",
                 description="Write a self-contained transcript viewer (viewer.html) from one or more runs.jsonl.")
@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None,
                    help=f"output file (default: {VIEWER_FILE} beside the first runs file)")
     p.add_argument("--serve", action="store_true", help="also serve it on 127.0.0.1 until Ctrl-C")
-    p.add_argument("--port", type=int, default=0, help="port for --serve (default: a free one)")
+    p.add_argument("--port", type=whole_number(0, 65535), default=0,
+                   help="port for --serve, 1-65535 (default 0: a free one)")
     args = p.parse_args(argv)
     prog = "agentfloor view"
     missing = [str(r) for r in args.runs if not r.is_file()]
@@ -257,5 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"{prog}: {n} runs; wrote {out}")
     if args.serve:
-        _serve(out, args.port)
+        try:
+            _serve(out, args.port)
+        except OSError as exc:  # the port is taken, or needs privileges
+            print(f"{prog}: error: cannot serve on 127.0.0.1:{args.port} ({exc.strerror or exc})", file=sys.stderr)
+            return 2
     return 0

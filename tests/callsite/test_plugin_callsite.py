@@ -192,6 +192,14 @@ reference = "OTHER\\n\\nThis is small talk."
 '''
 
 
+def _recorded_reply(pytester: pytest.Pytester) -> None:
+    """A model that answers the reference's reply (a model, not the oracle: under the strict parser
+    the oracle's own reference failing its case is a case error, not a model failure)."""
+    pytester.makefile(".toml", models='[models.m]\nprovider = "recorded"\npath = "outputs.jsonl"\n')
+    (pytester.path / "outputs.jsonl").write_text(json.dumps(
+        {"case_id": "router-chat-01", "model": "m", "output": "OTHER\n\nThis is small talk."}) + "\n")
+
+
 @pytest.mark.parametrize("option, field, passed", [
     ((), "", True),                                                   # default: the deployed parser
     (("--agentfloor-callsite-parser", "strict"), "", False),          # the option, for tables naming none
@@ -202,7 +210,8 @@ def test_the_parser_option_and_the_table_field(pytester: pytest.Pytester, option
                                                passed: bool) -> None:
     (pytester.path / "cases" / "callsite").mkdir(parents=True)
     (pytester.path / "cases" / "callsite" / "router.toml").write_text(ROUTER.format(parser=field))
-    result = pytester.runpytest("cases/callsite", "--model", "oracle", *option)
+    _recorded_reply(pytester)
+    result = pytester.runpytest("cases/callsite", "--model", "m", *option)
     result.assert_outcomes(passed=int(passed), failed=int(not passed))
     if not passed:
         result.stdout.fnmatch_lines(["*failed rule intent.valid_label*"])
@@ -219,7 +228,8 @@ def test_a_bad_parser_option_is_a_usage_error(pytester: pytest.Pytester) -> None
 def test_records_carry_the_parser_and_regrade_reads_replies_as_the_run_did(pytester: pytest.Pytester) -> None:
     (pytester.path / "cases" / "callsite").mkdir(parents=True)
     (pytester.path / "cases" / "callsite" / "router.toml").write_text(ROUTER.format(parser=""))
-    pytester.runpytest("cases/callsite", "--model", "oracle", "--agentfloor-callsite-parser", "strict")
+    _recorded_reply(pytester)
+    pytester.runpytest("cases/callsite", "--model", "m", "--agentfloor-callsite-parser", "strict")
     (rec,) = records(pytester)
     assert rec["facets"]["parser"] == "strict" and rec["passed"] is False
     runs = str(pytester.path / "reports" / "runs.jsonl")

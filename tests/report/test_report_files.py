@@ -262,7 +262,8 @@ def test_repeated_runs_keep_the_last_record(records: list[dict]) -> None:
     later = dict(records[0], passed=True, infra_error=False)
     recs, notes = prepare_records([first, *records[1:], later])
     assert len(recs) == len(records)
-    assert notes == ["1 repeated run record(s) replaced by a later record of the same run"]
+    assert notes == ["1 repeated run record(s) replaced: the last record of a run wins (files in the order given, "
+                     "lines in file order)"]
     assert [r for r in recs if r["task"] == later["task"] and r["model"] == later["model"]
             and r["variant"] == later["variant"] and r["instance"] == later["instance"]
             and r["run"] == later["run"]] == [{k: later.get(k) for k in PROPERTY_FIELDS}]

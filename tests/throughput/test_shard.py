@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -101,6 +102,11 @@ def test_report_merges_shards_into_the_single_machine_report(bench: pytest.Pytes
         one, merged = (tmp_path / d / name for d in ("one", "merged"))
         if name == "summary.json":
             assert _summary_without_run(merged) == _summary_without_run(one)
+            assert json.loads(merged.read_text())["run"]["session_id"].startswith("merged ")  # issue 27 (13)
+        elif name == "report.md":  # the merge has a run header (COMPLETE/PARTIAL); the hand-made file has none
+            text = merged.read_text()
+            assert "\n**Run:** session merged " in text
+            assert re.sub(r"\n\n\*\*Run:\*\*[^\n]*\n", "\n", text, count=1) == one.read_text()
         else:
             assert merged.read_text() == one.read_text(), name
     # and the verdicts are those of the single-machine run itself
@@ -116,5 +122,5 @@ def test_report_counts_a_run_in_two_files_once(bench: pytest.Pytester, tmp_path:
     runs = str(next(bench.path.glob("reports/sessions/*/runs.jsonl")))
     assert report([runs, "--out", str(tmp_path / "one"), "--n-boot", "200"]) == 0
     assert report([runs, runs, "--out", str(tmp_path / "twice"), "--n-boot", "200"]) == 0
-    assert "appear in more than one file; each counts once" in capsys.readouterr().err
+    assert "repeated run record(s) replaced: the last record of a run wins" in capsys.readouterr().err
     assert (tmp_path / "twice" / "tcr.csv").read_text() == (tmp_path / "one" / "tcr.csv").read_text()
