@@ -199,3 +199,41 @@ def test_without_the_raw_text_the_refusal_stands_as_the_models_malformed_call(ti
     assert result.parseoutcomes() == {"failed": 1}
     (rec,) = records(tier_a)
     assert rec["termination"] == "malformed_call" and "Failed to parse input at pos 3" in rec["error"]
+
+
+# -- point 10: a session that did not end normally is never COMPLETE -----------------------------------
+CRASH_CONFTEST = """
+import pytest
+
+seen = []
+
+def pytest_runtest_logreport(report):
+    if hasattr(pytest, "_agentfloor_test_worker") or report.when != "call":
+        return
+    seen.append(report.nodeid)
+    if len(seen) == 3:  # the controller dies mid-run, as when its stdout pipe closes
+        raise RuntimeError("controller crashed")
+"""
+
+
+@pytest.mark.parametrize("xdist", [("-n", "2"), ("-p", "no:xdist")], ids=["xdist", "no-xdist"])
+def test_a_crashed_session_is_partial_and_never_replaces_a_complete_one(pytester: pytest.Pytester,
+                                                                        xdist: tuple[str, str]) -> None:
+    # before: under -n 2 the crashed controller (exit status 3) wrote "complete": true and replaced
+    # the complete session published before it
+    tier_a = pytester
+    (tier_a.path / "cases" / "tier_A").mkdir(parents=True)
+    shutil.copy(REPO / "cases" / "tier_A" / "A1.toml", tier_a.path / "cases" / "tier_A")  # the whole case set
+    args = ("cases", "--model", "oracle", "-p", "no:cacheprovider", *xdist)
+    first = tier_a.runpytest_subprocess(*args)
+    assert first.ret == 0
+    complete = json.loads((tier_a.path / "reports" / "session.json").read_text())
+    assert complete["complete"]
+    tier_a.makeconftest(CRASH_CONFTEST)
+    crashed = tier_a.runpytest_subprocess(*args)
+    assert crashed.ret == pytest.ExitCode.INTERNAL_ERROR
+    sessions = [json.loads(p.read_text()) for p in tier_a.path.glob("reports/sessions/*/session.json")]
+    (mine,) = [s for s in sessions if s["session_id"] != complete["session_id"]]
+    assert not mine["complete"] and "ended abnormally (exit status 3: internal error)" in mine["partial_reasons"]
+    top = json.loads((tier_a.path / "reports" / "session.json").read_text())
+    assert top["session_id"] == complete["session_id"]  # the complete one stays published
