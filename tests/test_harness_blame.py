@@ -52,6 +52,7 @@ def test_waiting_for_the_only_connection_is_queue_time_not_a_timeout(tier_a: pyt
         result = tier_a.runpytest(*A1, "--model", "fake", "--episode-timeout", "1", "--junitxml=out.xml",
                                   "-o", "junit_family=xunit1")
     assert srv.peak == 1
+    result.stdout.fnmatch_lines(["agentfloor: * episode(s) queued *s in all*(queue_s)"])
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed") == 12 and outcomes.get("failed") == 3 and "errors" not in outcomes, outcomes
     recs = records(tier_a)
@@ -237,3 +238,11 @@ def test_a_crashed_session_is_partial_and_never_replaces_a_complete_one(pytester
     assert not mine["complete"] and "ended abnormally (exit status 3: internal error)" in mine["partial_reasons"]
     top = json.loads((tier_a.path / "reports" / "session.json").read_text())
     assert top["session_id"] == complete["session_id"]  # the complete one stays published
+
+
+def test_the_terminal_reports_queued_time_apart() -> None:
+    from pytest_agentfloor.session import queue_line
+
+    assert queue_line([{"queue_s": 1.25}, {"queue_s": 0.0}, {}, {"queue_s": 0.5}]).startswith(
+        "2 episode(s) queued 1.8s in all (longest 1.2s)")
+    assert queue_line([{"queue_s": 0.0}, {"queue_s": None}]) == ""
