@@ -140,6 +140,9 @@ def test_a_dead_endpoint_is_paused_and_its_items_resume_later(tier_a: pytest.Pyt
         down = tier_a.runpytest(*args)
         n_down = len(srv.server.requests)
         healthy["on"] = True
+        from pytest_agentfloor.providers import endpoints
+
+        endpoints._REGISTRY.clear()  # a later session is a new process: it knows nothing of the pause
         again = tier_a.runpytest(*args, "--agentfloor-resume")
     assert down.parseoutcomes().get("errors") == 20
     assert n_down <= 6, n_down  # five failures in a row, at most one re-probe after the pause
