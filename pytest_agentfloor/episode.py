@@ -3,6 +3,12 @@
 Only the provider's native tool-call field counts; a call written in the message text is no
 call. Provider failures end the episode as `provider_error` (infrastructure, not the model).
 Which limits end an episode is the protocol's business (protocol.py), never the loop's.
+
+The episode's clock is its own time: time queued before a request is sent (a connection slot,
+rpm spacing, a Retry-After hold) is counted apart (`queue_s`) and moves the deadline. A deadline
+the harness imposes (`--episode-timeout`, a request bound, a hold longer than the time left)
+ends the episode as `timeout`, which results.py records as an infrastructure error, never as
+the model's failure.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ def run_episode(
         traj = _play(case, provider, net, model=model, run=run, system_prompt=system_prompt, protocol=protocol,
                      timeout_s=timeout_s, remaining_steps=remaining_steps, clock=clock)
     traj.endpoint_wait_s = round(net.waited_s, 6)
+    traj.queue_s = round(traj.queue_s + net.queued_s, 6)
     return traj
 
 
@@ -99,22 +106,26 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
     n_calls = 0
     tokens = 0
     termination: Termination = "turn_budget"
+
+    def elapsed() -> float:  # the episode's own time: queued time is not the model's
+        return clock() - start - net.queued_s
+
     for index in range(limits.turns):
-        if clock() - start > timeout_s:
+        if elapsed() > timeout_s:
             termination = "timeout"
             traj.error = f"episode exceeded {timeout_s:g}s"
             break
         try:
             # a hard bound: every request made for this turn ends by the episode's deadline
             net.endpoint = None
-            with deadline_in(timeout_s - (clock() - start)):
+            with deadline_in(timeout_s - elapsed()):
                 reply = provider.complete(messages, tools, case=case)
         except ContextLimitError as exc:
             traj.context_window = getattr(provider, "context_window", None)
             termination, traj.error = "context_limit", str(exc)
             break
         except ProviderError as exc:
-            if exc.out_of_time or clock() - start > timeout_s:  # the episode's deadline ended it
+            if exc.out_of_time or elapsed() > timeout_s:  # the episode's deadline ended it
                 termination, traj.error = "timeout", f"episode exceeded {timeout_s:g}s ({exc})"
             else:
                 termination, traj.error = "provider_error", str(exc)
@@ -135,7 +146,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
                     tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
                     busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens,
-                    menu_size=len(tools) if pc is not None else None, endpoint=net.endpoint)
+                    menu_size=len(tools) if pc is not None else None, endpoint=net.endpoint, refusal=reply.refusal)
         traj.turns.append(turn)
         tokens += reply.tokens_in + reply.tokens_out
         window = traj.context_window = getattr(provider, "context_window", None)
@@ -229,5 +240,5 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
     traj.submissions = list(sandbox.submissions)
     traj.messages = messages
     traj.termination = termination
-    traj.wall_s = clock() - start
+    traj.wall_s = max(0.0, elapsed())
     return traj

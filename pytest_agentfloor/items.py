@@ -8,6 +8,7 @@ error, kept as a record), and its verdict is raised in the call phase.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -24,11 +25,14 @@ from .prefetch import prefetcher_key
 from .probe import gate
 from .providers.base import ProviderError
 from .render import safe_text
-from .results import build_record, properties
+from .results import INFRA_TERMINATIONS, build_record, properties
 from .suite.loader import CaseError
 from .suite.schema import ResolvedCase
 from .trajectory import Trajectory
 
+
+#: seconds to add to an item's setup duration so that it is its episode's time (JUnit time, --durations)
+setup_time_adjust_key = pytest.StashKey[float]()
 
 #: case id -> the file that defined it first in this process's collection
 case_ids_key = pytest.StashKey[dict[str, Path]]()
@@ -193,6 +197,7 @@ class CaseItem(pytest.Item):
         case = self.resolved_case
         prefetcher = self.config.stash.get(prefetcher_key, None)
         future = prefetcher.take(self) if prefetcher is not None else None
+        obtained = time.perf_counter()
         if future is not None and not future.cancel():
             self.trajectory = future.result()
         else:
@@ -208,10 +213,13 @@ class CaseItem(pytest.Item):
             else:
                 self.trajectory = job()
         assert self.trajectory is not None
-        if self.trajectory.termination == "provider_error":
+        # the setup's reported time is the episode's own, not the wait for it in the look-ahead
+        # window or in a queue (plugin.pytest_runtest_makereport applies this; queue_s says the rest)
+        self.stash[setup_time_adjust_key] = self.trajectory.wall_s - (time.perf_counter() - obtained)
+        if self.trajectory.termination in INFRA_TERMINATIONS:
             self._save_record(None)
-            raise InfrastructureError(safe_text(
-                f"infrastructure error ({self.model.provider}): {self.trajectory.error}"))
+            source = "the harness's deadline" if self.trajectory.termination == "timeout" else self.model.provider
+            raise InfrastructureError(safe_text(f"infrastructure error ({source}): {self.trajectory.error}"))
         if self.trajectory.termination == "context_limit":  # the setup's limit, not the model's failure
             self._save_record(None)
             raise ContextLimitReached(safe_text(f"context limit ({self.model.name}): {self.trajectory.error}"))

@@ -19,7 +19,8 @@ from . import hookspec, prefetch
 from .config import ModelConfig
 from .grading import grade
 from .kinds import KindPluginError, all_kinds
-from .items import CaseFile, CaseItem, ContextLimitReached, InfrastructureError, play, records_key, save_record
+from .items import CaseFile, CaseItem, ContextLimitReached, InfrastructureError, play, records_key, save_record, \
+    setup_time_adjust_key
 from .junit import JUnitNames
 from .options import add_options, conflict_message, fallback_settings, foreign_option_names, gate_spec, \
     own_option_names, read_settings, settings_key
@@ -344,6 +345,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if isinstance(item, CaseItem):
         report.agentfloor_measured = True  # type: ignore[attr-defined]
+        if call.when == "setup":  # its episode's time, not its wait for it (JUnit time, --durations)
+            report.duration = max(0.0, report.duration + item.stash.get(setup_time_adjust_key, 0.0))
         if call.excinfo is not None and call.excinfo.errisinstance((InfrastructureError, ContextLimitReached)):
             report.longrepr = str(call.excinfo.value)
         if isinstance(report.longrepr, str):

@@ -15,13 +15,18 @@ held, so memory does not grow with the session.
 The embedded model's server serves ``slots`` episodes at once (llama-server --parallel); more
 would queue inside the server with their clocks running. So episodes of such a model pass an
 `OrderedGate` of that many places (split among xdist workers, at least one each) before they
-start: waiting there is not part of the episode, and the earliest item goes first.
+start: waiting there is not part of the episode, and the earliest item goes first. A model
+with ``max_connections`` passes a gate of that many places per endpoint (the limit is per
+process, as in providers/limits.py): more episodes in flight than the endpoint takes at once
+would only wait for a connection in turn after turn. The wait at a gate is the episode's
+``queue_s``, never its time.
 """
 
 from __future__ import annotations
 
 import heapq
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -64,10 +69,14 @@ class OrderedGate:
 
 def episode_places(item: pytest.Item) -> int | None:
     """Episodes of `item`'s model this process may play at once: the embedded server's slots over the
-    xdist workers (at least one), or None (no gate: max_connections limits requests instead)."""
+    xdist workers (at least one), else `max_connections` per endpoint, or None (no gate)."""
     model = getattr(item, "model", None)
-    if model is None or model.provider != "local" or model.base_url:
+    if model is None:
         return None
+    if model.provider != "local" or model.base_url:
+        if not model.max_connections:
+            return None
+        return model.max_connections * (len(model.base_urls) if model.is_pool else 1)
     from .local.session import DEFAULT_SLOTS
 
     places = model.slots or DEFAULT_SLOTS
@@ -133,7 +142,20 @@ class Prefetcher:
             gate = self._gates[model] = OrderedGate(places, stopped=lambda: self._stopped)
         self._tickets += 1
         ticket = self._tickets
-        return lambda: gate.run(ticket, job)
+
+        def gated() -> Any:
+            asked = time.monotonic()
+
+            def queued_then_play() -> Any:
+                waited = time.monotonic() - asked
+                out = job()
+                if out is not None and hasattr(out, "queue_s"):  # the wait for a place is queue time
+                    out.queue_s = round(out.queue_s + waited, 6)
+                return out
+
+            return gate.run(ticket, queued_then_play)
+
+        return gated
 
     def take(self, item: pytest.Item) -> Future | None:
         """The submitted episode of `item` (removed from the window), or None to play it inline."""

@@ -4,12 +4,16 @@ AgentFloor admits a model to the benchmark only when one request with one simple
 back with a call in the API's tool-call field. Everything else is excluded by design, with the
 reason named:
 
-- ``tool_capable``: the reply carries a native tool call;
+- ``tool_capable``: the reply carries a native tool call, well-formed or not: a tool-call
+  payload the provider cannot read (Ollama ``arguments`` as a string, OpenAI ``arguments`` as an
+  object, a server's own "could not parse the model's tool call" 5xx) is a reply whose call is
+  malformed (MalformedReply). The model is admitted, and its episodes read the same reply the
+  same way: a malformed call, the model's failure (F2), with the server's words in the record;
 - ``text_leaked``: no native call, but the text holds what reads as a call (JSON with the tool's
   name, ``<tool_call>`` tags, ``lookup_record(...)``): the model tried, the serving stack did not
   turn it into a call, and text is never parsed into calls;
 - ``no_tools``: plain text, no call anywhere;
-- ``error``: the request failed (ProviderError), the payload could not be read (MalformedReply),
+- ``error``: the request failed (ProviderError: a dead endpoint, a wrong key, an unknown model),
   or anything else went wrong.
 
 Only ``text_leaked`` and ``no_tools`` are the paper's exclusions (the model's items are skipped).
@@ -137,10 +141,11 @@ def classify(reply: Reply | None, error: BaseException | None = None, *,
              tool: str = PROBE_TOOL, latency_s: float | None = None) -> ProbeResult:
     """The probe's verdict for one reply (or the exception that came instead of one)."""
     if error is not None:
+        if isinstance(error, MalformedReply):  # the endpoint answered: the model measured, not excluded
+            return ProbeResult("tool_capable", f"native call with a malformed payload ({_short(str(error), 300)}); "
+                               "its episodes grade such a reply as a malformed call (F2)", latency_s or 0.0)
         if isinstance(error, ProviderError):
             kind = "endpoint error"
-        elif isinstance(error, MalformedReply):
-            kind = "malformed tool-call payload"
         else:
             kind = f"unexpected {type(error).__name__}"
         return ProbeResult("error", f"{kind}: {_short(str(error), 300)}", latency_s or 0.0)

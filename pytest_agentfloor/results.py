@@ -33,8 +33,10 @@ JUDGE_FIELDS: tuple[str, ...] = (
 #: fields a record may lack (written by older versions, or by a later helper): read with .get()
 OPTIONAL_PROPERTY_FIELDS: tuple[str, ...] = (
     "busy_s", "calls_malformed", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
-    "endpoint_wait_s", *JUDGE_FIELDS,
+    "endpoint_wait_s", "queue_s", *JUDGE_FIELDS,
 )
+#: terminations that are the harness's or the endpoint's doing, never the model's: infrastructure errors
+INFRA_TERMINATIONS = frozenset({"provider_error", "timeout"})
 #: the scalar fields that travel to the controller on each report, and as JUnit XML properties
 PROPERTY_FIELDS: tuple[str, ...] = (
     "model", "protocol", "task", "tier", "variant", "instance", "run", "passed", "infra_error", "first_unmet",
@@ -71,7 +73,7 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
     error too, never the model's failure, with the episode kept in the record.
     """
     judge_error = getattr(judging, "error", None) or harness_error
-    infra = traj.termination == "provider_error" or judge_error is not None
+    infra = traj.termination in INFRA_TERMINATIONS or judge_error is not None
     # a prompt cut by the context window: no model verdict (no failure mode), only the harness flag
     harness = traj.termination == "context_limit"
     passed = bool(grade and grade.passed and not infra and not harness)
@@ -112,6 +114,8 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         # on endpoints' Retry-After pauses; redacted URLs, never a key
         "endpoint": traj.endpoint,
         "endpoint_wait_s": traj.endpoint_wait_s,
+        # time queued before requests were sent (slots, rate limits, holds): not the episode's, not its deadline's
+        "queue_s": traj.queue_s,
         # hourly pricing charges the time the model was busy serving the episode, not the item's
         # wall clock (which grows with -n when workers queue on one server); no pricing: unknown, never $0
         # usage the server got wrong (negative, absurd) makes the cost unknown: it never lowers --max-cost's meter;

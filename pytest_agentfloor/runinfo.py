@@ -88,13 +88,22 @@ def selection_text(sel: dict[str, Any], base: Path) -> str:
 
 
 def stop_reason(session: pytest.Session, exitstatus: int) -> str | None:
-    """Why the session ended before running everything, if it did (-x/--maxfail, interrupt)."""
+    """Why the session ended before running everything, if it did (-x/--maxfail, interrupt, an
+    abnormal end: any exit status other than tests passed, failed or none collected)."""
     dsession = session.config.pluginmanager.getplugin("dsession")  # xdist's controller loop
     stopped = getattr(dsession, "shouldstop", None) or session.shouldfail or session.shouldstop
     if stopped:
         return f"stopped early: {stopped}"
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         return "interrupted"
+    if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        # an internal error (a closed pipe under xdist, a crashed plugin) or a usage error: whatever
+        # the counts say, the process did not end normally, so its run is not COMPLETE
+        try:
+            name = pytest.ExitCode(exitstatus).name.lower().replace("_", " ")
+        except ValueError:
+            name = "unknown"
+        return f"ended abnormally (exit status {int(exitstatus)}: {name})"
     return None
 
 

@@ -28,9 +28,18 @@ _PROBE_SKIP = re.compile(r"model '(?P<model>.+?)' probed as (?P<cls>text_leaked|
 _PROBE_ERROR = "the probe at session start failed"
 
 
+def queue_line(records: list[dict[str, Any]]) -> str:
+    """What this session's episodes spent queued (queue_s: a place, a connection, a hold), '' if nothing:
+    reported apart because it is never the model's time nor counted against its deadline."""
+    waits = [float(r.get("queue_s") or 0) for r in records]
+    total = sum(w for w in waits if w > 0)
+    if total < 0.05:
+        return ""
+    return (f"{sum(1 for w in waits if w > 0)} episode(s) queued {total:.1f}s in all (longest {max(waits):.1f}s) "
+            "for a place, a connection or a Retry-After hold; not part of their time (queue_s)")
+
+
 # -- controller-side aggregation ----------------------------------------------------------
-
-
 class AgentFloorSession:
     """Controller-only: gathers records from reports and reports at session end."""
 
@@ -453,6 +462,9 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         if self.all_records():
             tr.write_line(f"agentfloor protocol {self.settings.protocol.describe()}")
+        queued = queue_line(self.records)
+        if queued:
+            tr.write_line(f"agentfloor: {queued}")
         if self.report_error:
             tr.write_line(f"agentfloor: {self.report_error}", red=True)
         records = self.all_records()

@@ -19,7 +19,7 @@ Termination = Literal[
     "truncated",  # a response was cut off at the completion cap (protocols where that ends the episode)
     "infeasible",  # success became impossible within the call limit (protocols with that stop)
     "malformed_call",  # output that is no readable call, or (where the protocol stops on it) non-JSON arguments
-    "timeout",  # the episode's wall-clock limit
+    "timeout",  # a deadline the harness imposed (--episode-timeout, a request bound): infrastructure
     "provider_error",  # the endpoint failed after its retries (infrastructure)
     "context_limit",  # the prompt did not fit the model's context window (a harness limit)
 ]
@@ -64,6 +64,8 @@ class Turn(BaseModel):
     cost_usd: float | None = Field(None, description="the call's cost as recorded by its source (bring your own "
                                    "outputs); None: priced from the model's pricing")
     leaked_call: bool = Field(False, description="text that looks like a tool call (counted as no call)")
+    refusal: str | None = Field(None, description="the server's message when it refused to parse this turn's "
+                                "output into tool calls; the content is then the model's raw text, read as text")
     menu_size: int | None = Field(None, description="tool schemas shown in this request (pressure cells)")
     endpoint: str | None = Field(None, description="the endpoint (redacted URL) that answered this turn "
                                  "(replayed: the recording's, when its cassette says); None for in-process answers")
@@ -85,7 +87,7 @@ class Trajectory(BaseModel):
     final_answer: str | None = None
     termination: Termination = "final_answer"
     error: str | None = None
-    wall_s: float = 0.0
+    wall_s: float = Field(0.0, description="the episode's own time, from its first request on; queue_s excluded")
     protocol: str | None = Field(None, description="the protocol's name; None in records older than protocols")
     turn_budget: int = 0
     call_limit: int | None = Field(None, description="None: the protocol enforces no call limit")
@@ -95,6 +97,9 @@ class Trajectory(BaseModel):
     lane: str | None = Field(None, description="pressure menu lane: fixed, or routed (oracle-assisted)")
     endpoint_wait_s: float = Field(0.0, description="seconds the episode waited because an endpoint asked for a "
                                    "pause (Retry-After), its own retries' pauses included")
+    queue_s: float = Field(0.0, description="seconds the episode queued and that were not its own: waiting for "
+                           "a place (a local server slot, max_connections), a connection slot, rpm spacing or a "
+                           "Retry-After hold; not part of wall_s, latency_s or the episode's deadline")
 
     @property
     def calls(self) -> list[ToolCall]:

@@ -34,6 +34,9 @@ __all__ = [
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
 OLLAMA_SHOW_PATH = "/api/show"
+#: llama.cpp's server: render a chat request's prompt, complete a prompt raw (answered when `raw_text` is set)
+LLAMA_TEMPLATE_PATH = "/apply-template"
+LLAMA_COMPLETION_PATH = "/completion"
 
 # (name, arguments) or (name, arguments, id); arguments is a dict (encoded as JSON) or a
 # str sent verbatim, which is how a malformed tool call is scripted.
@@ -225,6 +228,9 @@ class FakeModelServer(LoopbackServer):
         #: what POST /api/show reports as the model's `<arch>.context_length`; None answers 404
         self.context_length: int | None = None
         self.show_requests = 0
+        #: llama.cpp's /apply-template and /completion answer with this text as the model's (None: 404)
+        self.raw_text: str | None = None
+        self.raw_requests: list[tuple[str, Any]] = []
 
     @property
     def requests(self) -> list[Any]:
@@ -318,6 +324,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, {"modelfile": "", "template": "", "details": {"family": "fake"},
                                       "model_info": {"general.architecture": "fake",
                                                     "fake.context_length": self.fake.context_length}})
+            return
+        if path in (LLAMA_TEMPLATE_PATH, LLAMA_COMPLETION_PATH) and self.fake.raw_text is not None:
+            # llama.cpp's own endpoints: the prompt as the server renders it, and a raw completion
+            with self.fake._lock:
+                self.fake.raw_requests.append((path, body))
+            if path == LLAMA_TEMPLATE_PATH:
+                self._send_json(200, {"prompt": json.dumps(body, sort_keys=True)})
+            else:
+                self._send_json(200, {"content": self.fake.raw_text, "tokens_evaluated": 21, "tokens_predicted": 9,
+                                      "stop_type": "eos", "timings": {"prompt_ms": 10.0, "predicted_ms": 20.0}})
             return
         if path not in (OPENAI_PATH, OLLAMA_PATH):
             self._send_json(404, {"error": f"no route for POST {path}"})

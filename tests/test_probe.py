@@ -75,12 +75,19 @@ def test_empty_and_truncated_replies_are_no_tools_and_say_so() -> None:
 
 @pytest.mark.parametrize("exc, words", [
     (ProviderError("http://127.0.0.1:1/v1", "connection refused", transient=True), "endpoint error"),
-    (MalformedReply("tool call 0 has no function name"), "malformed"),
     (KeyError("choices"), "unexpected KeyError"),
 ])
 def test_failures_are_error(exc: BaseException, words: str) -> None:
     res = classify(None, exc, latency_s=1.5)
     assert res.classification == "error" and words in res.detail and res.latency_s == 1.5
+
+
+def test_a_malformed_tool_call_payload_is_measured_not_excluded() -> None:
+    # issue 27 point 3: the endpoint answered with a call the provider cannot read; the episodes grade
+    # the same reply as the model's malformed call (F2), so the probe admits the model
+    res = classify(None, MalformedReply("tool call 0 (lookup_record) has arguments of type dict"), latency_s=1.5)
+    assert res.classification == "tool_capable" and res.admitted
+    assert "malformed payload" in res.detail and "F2" in res.detail and res.latency_s == 1.5
 
 
 def test_latency_comes_from_the_reply() -> None:
@@ -116,8 +123,8 @@ def provider_for(server: FakeModelServer, **kw) -> OpenAIProvider:
     (drop(), "error"),
     (raw({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
         "role": "assistant", "content": None,
-        "tool_calls": [{"id": "x", "type": "function", "function": {"arguments": "{}"}}]}}]}), "error"),
-])
+        "tool_calls": [{"id": "x", "type": "function", "function": {"arguments": "{}"}}]}}]}), "tool_capable"),
+])  # a call without a name: a malformed call, as the episode loop grades it (issue 27 point 3)
 def test_probe_sends_one_request_and_classifies(action, expected: str) -> None:
     with FakeModelServer() as server:
         server.push(action)

@@ -34,7 +34,7 @@ RECORD_KEYS = {
     "schema", "plugin_version", "nodeid", "model", "protocol", "protocol_params", "task", "tier", "variant",
     "instance", "run", "passed", "infra_error", "first_unmet", "failure_mode", "terminal_flag", "termination",
     "turns", "calls", "tokens_in", "tokens_out", "reasoning_tokens", "latency_s", "wall_s", "busy_s", "endpoint",
-    "endpoint_wait_s", "cost_usd",
+    "endpoint_wait_s", "queue_s", "cost_usd",
     "calls_malformed", "calls_rejected", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
     "error",
     "case_hash", "config", "obligations", "kind", "facets", "verdicts", "trajectory",

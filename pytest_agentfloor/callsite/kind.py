@@ -20,6 +20,7 @@ from ..grading import Grade
 from ..grading.obligations import Verdict
 from ..kindspec import Entry
 from ..providers.base import MalformedReply, ProviderError
+from ..providers.endpoints import episode_net
 from ..render import safe_text
 from ..suite.loader import CaseError, _loc, read_toml
 from ..trajectory import MAX_CALLS_PER_TURN, ToolCall, Trajectory, Turn
@@ -242,7 +243,11 @@ def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 
                       model=model, tools=[], messages=messages, turn_budget=1, call_limit=0, protocol=protocol)
     start = clock()
     try:
-        reply = provider.complete(messages, [], case=case)
+        with episode_net() as net:  # time queued for a connection or a hold: queue_s, not the call's
+            try:
+                reply = provider.complete(messages, [], case=case)
+            finally:
+                traj.queue_s = round(net.queued_s, 6)
     except ProviderError as exc:
         traj.termination, traj.error = "provider_error", str(exc)
     except MalformedReply as exc:
@@ -260,7 +265,7 @@ def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 
         messages.append({"role": "assistant", "content": reply.content or ""})
         traj.final_answer = reply.content or ""
         traj.termination = "truncated" if reply.finish_reason == "length" else "final_answer"
-    traj.wall_s = clock() - start
+    traj.wall_s = max(0.0, clock() - start - traj.queue_s)
     return traj
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
 from ..config import is_loopback, redact_text  # noqa: F401 (is_loopback: the providers' import)
-from .endpoints import HOLD_STATUSES, RETRY_AFTER_CAP_S, Endpoint, note_waited
+from .endpoints import HOLD_STATUSES, RETRY_AFTER_CAP_S, Endpoint, current_net, note_waited
 from .endpoints import endpoint as shared_endpoint
 
 if TYPE_CHECKING:
@@ -49,6 +49,9 @@ class Reply:
     busy_s: float | None = None
     reasoning_tokens: int | None = None  # where the server reports them (part of tokens_out)
     cost_usd: float | None = None  # the call's cost as its source recorded it (recorded outputs); None: priced
+    #: the server refused to parse this output into tool calls, and the text is what the model wrote
+    #: (asked again without tool parsing: providers/local.py); the server's message
+    refusal: str | None = None
 
 
 def busy_seconds(*parts: object, scale: float) -> float | None:
@@ -230,16 +233,75 @@ def hold_if_asked(ep: Endpoint, error: ProviderError) -> None:
         error.held = ep.url  # with_retries' own pause covers this hold: the retry does not wait for it again
 
 
+# -- a dead endpoint: paused and re-probed ----------------------------------------------------
+#: consecutive failed requests (connection refused or dropped, timeouts, 5xx; not 429, not the
+#: episode's own deadline, not the model's malformed output) after which one endpoint is down:
+#: five is more than the attempts of one request with up to three retries, so one unlucky request
+#: never takes an endpoint out, and a dead server costs five attempts, not every item's retries
+BREAK_AFTER = 5
+
+
+def counts_against(error: ProviderError) -> bool:
+    """Whether a failure says the endpoint is unwell: transient and not a 429 (rate limit) or the deadline."""
+    return error.transient and not error.out_of_time and error.status != 429
+
+
+def guarded(ep: Endpoint, name: str, attempt: Callable[[], T], *, clock: Callable[[], float] = time.monotonic) -> T:
+    """One attempt at an endpoint that is taken out after BREAK_AFTER failures in a row.
+
+    While it is out, requests fail at once (not retried: an infrastructure error naming the
+    endpoint, which --agentfloor-resume runs again later); after its pause (endpoints.COOL_DOWN_S,
+    doubled after each failed trial) the next request is the re-probe (half-open trial), and
+    its success puts the endpoint back for every episode. Pool replicas have their own (pool.py).
+    """
+    now = clock()
+    with ep.lock:
+        if ep.evicted_until is not None:
+            if now >= ep.evicted_until and not ep.trial:
+                ep.trial = True  # this request re-probes the endpoint
+            else:
+                wait = max(0.0, ep.evicted_until - now)
+                error = ProviderError(name, f"endpoint down: {ep.failures} requests in a row failed "
+                                      f"(last: {ep.last_cause or 'unknown'}); paused, probed again in "
+                                      f"{wait:.0f}s; run --agentfloor-resume later for this item", transient=False)
+                error.endpoint_down = True  # type: ignore[attr-defined]
+                raise error
+    try:
+        out = attempt()
+    except ProviderError as exc:
+        if counts_against(exc):
+            ep.last_cause = exc.cause[:200]
+            ep.failed_once(clock(), evict_after=BREAK_AFTER)
+        else:
+            with ep.lock:
+                ep.trial = False  # the trial said nothing either way: due again
+        raise
+    except MalformedReply:  # the endpoint answered; the model's output was unreadable
+        ep.succeeded()
+        raise
+    ep.succeeded()
+    return out
+
+
 # -- hard wall-clock bounds ------------------------------------------------------------------
 # The episode's deadline (time.monotonic) for every request made on its behalf; a context
 # variable so it reaches providers through wrappers (recording) without changing signatures.
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("agentfloor_deadline", default=None)
+# It is stored with the episode's queued seconds when it was set: time queued since (a
+# connection slot, rpm spacing, a Retry-After hold; endpoints.note_queued) moves it later, so
+# waiting the harness or the endpoint imposes is never charged to the model's deadline.
+_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar(
+    "agentfloor_deadline", default=None)
+
+
+def _queued_now() -> float:
+    net = current_net()
+    return 0.0 if net is None else net.queued_s
 
 
 @contextlib.contextmanager
 def deadline_in(seconds: float | None) -> Iterator[None]:
-    """Requests made inside the block end (as timeouts) no later than `seconds` from now."""
-    token = _DEADLINE.set(None if seconds is None else time.monotonic() + max(0.0, seconds))
+    """Requests made inside the block end (as timeouts) no later than `seconds` of unqueued time from now."""
+    token = _DEADLINE.set(None if seconds is None else (time.monotonic() + max(0.0, seconds), _queued_now()))
     try:
         yield
     finally:
@@ -249,7 +311,10 @@ def deadline_in(seconds: float | None) -> Iterator[None]:
 def time_left() -> float | None:
     """Seconds until the current episode's deadline (never negative), or None without one."""
     deadline = _DEADLINE.get()
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
+    if deadline is None:
+        return None
+    at, queued0 = deadline
+    return max(0.0, at + (_queued_now() - queued0) - time.monotonic())
 
 
 class FreshClientOnExpiry:

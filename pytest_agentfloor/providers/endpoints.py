@@ -7,8 +7,9 @@
 - **Health** (read by providers/pool.py): consecutive failures, eviction with a cool-down, and
   the half-open trial that puts an endpoint back.
 - **The episode's account** (`EpisodeNet`, a context variable set by the episode loop): which
-  endpoint served the last request and how long the episode waited on endpoints' holds, for
-  the run record.
+  endpoint served the last request, how long the episode waited on endpoints' holds
+  (`waited_s`) and how long it queued in all (`queued_s`: holds, connection slots, rpm spacing),
+  for the run record. Queued time is not the episode's: its deadline moves by it (base.time_left).
 
 Keyed by the configured URL (with any credentials; never written anywhere), so a judge and a
 model on the same server share one hold.
@@ -29,6 +30,7 @@ RETRY_AFTER_CAP_S = 60.0
 #: statuses whose Retry-After holds the whole endpoint: rate limited, or overloaded / restarting
 HOLD_STATUSES = frozenset({429, 503})
 #: consecutive failures (connection errors, timeouts, 5xx) after which a pool takes an endpoint out
+#: (a single endpoint: base.BREAK_AFTER)
 EVICT_AFTER = 3
 #: the first cool-down of an evicted endpoint; doubled by each failed trial, up to COOL_DOWN_MAX_S
 COOL_DOWN_S = 10.0
@@ -37,9 +39,12 @@ COOL_DOWN_MAX_S = 300.0
 
 @dataclass
 class EpisodeNet:
-    """One episode's account of its requests: the endpoint of the last answer, seconds held."""
+    """One episode's account of its requests: the endpoint of the last answer, seconds held by
+    Retry-After (`waited_s`), and seconds queued for any reason the harness or endpoint imposed
+    (`queued_s`, holds included), which never count against the episode's deadline."""
     endpoint: str | None = None
     waited_s: float = 0.0
+    queued_s: float = 0.0
 
 
 _NET: contextvars.ContextVar[EpisodeNet | None] = contextvars.ContextVar("agentfloor_net", default=None)
@@ -69,10 +74,24 @@ def served_endpoint() -> str | None:
     return None if net is None else net.endpoint
 
 
+def current_net() -> EpisodeNet | None:
+    """The account of the episode this thread is playing (None outside an episode)."""
+    return _NET.get()
+
+
 def note_waited(seconds: float) -> None:
+    """A pause the endpoint asked for (Retry-After): held and queued time of the current episode."""
     net = _NET.get()
     if net is not None and seconds > 0:
         net.waited_s += seconds
+        net.queued_s += seconds
+
+
+def note_queued(seconds: float) -> None:
+    """Time the current request waited before it was sent (a connection slot, rpm spacing)."""
+    net = _NET.get()
+    if net is not None and seconds > 0:
+        net.queued_s += seconds
 
 
 @dataclass
@@ -91,6 +110,7 @@ class Endpoint:
     trial: bool = False  # the half-open trial request is in flight
     served: int = 0
     failed: int = 0
+    last_cause: str = ""  # of the last failure that counted (for the message of a paused endpoint)
 
     # -- Retry-After ----------------------------------------------------------------------------
     def hold(self, retry_after: float, clock: Callable[[], float] = time.monotonic) -> float:
@@ -120,11 +140,11 @@ class Endpoint:
             left = until - clock()
             if left <= 0 or until <= done:
                 return waited
-            if time_left is not None and waited + left >= time_left:
+            # the pause is queued time (it moves the episode's deadline), so only a hold that
+            # would outlast the whole time left is refused
+            if time_left is not None and left >= time_left:
                 return None
             pause = left * (1.0 + rand() / 10)
-            if time_left is not None:
-                pause = min(pause, time_left - waited)
             (sleep or time.sleep)(pause)
             note_waited(pause)
             waited += pause

@@ -2,7 +2,8 @@
 
 With --agentfloor-concurrency many episodes share one provider; a model's `max_connections` caps the
 requests in flight to its endpoint and `rpm` spaces their starts, for all episodes together.
-Time spent waiting here is not request latency: the wrapped provider measures its own.
+Time spent waiting here is not request latency (the wrapped provider measures its own) and not
+the episode's: it is the episode's `queue_s` and moves its deadline (endpoints.note_queued).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from .base import Provider, Reply
+from .endpoints import note_queued
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -42,10 +44,12 @@ class LimitedProvider:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, case: Any = None,
                  **kwargs: Any) -> Reply:  # kwargs: the judge's json_reply
+        start = self._clock()
         if self._slots is not None:
             self._slots.acquire()
         try:
             self._wait_turn()
+            note_queued(self._clock() - start)
             return self.inner.complete(messages, tools, case=case, **kwargs)
         finally:
             if self._slots is not None:

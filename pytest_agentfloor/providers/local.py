@@ -11,28 +11,28 @@ and its URL reaches this provider, in order of precedence, from:
 Without any of these every request fails at once with a ProviderError that is not retried
 (an infrastructure error of the item, with its record).
 
-One classification is specific to llama.cpp: when the model's output cannot be parsed into the
-tool-call format its chat template announced, llama-server answers HTTP 500 with a parse error.
-That is the model's failure (a malformed call, F2), not the server's, so it is raised as
-MalformedReply instead of being retried as a transient 5xx.
+When the model's output cannot be parsed into the tool-call format its chat template announced,
+llama-server answers HTTP 500 with a parse error and not the text. The OpenAI provider reads that
+as the model's malformed call; here, on llama.cpp's own server, the text is asked for again
+without tool parsing: the same prompt, rendered by the server (``POST /apply-template``, tools
+included) and completed raw (``POST /completion``, same temperature, seed and cap). That reply
+is the model's text with no tool calls, graded by the paper's rule for text (a leaked call,
+not a native one), with the server's refusal in the turn's record (`Turn.refusal`). Only when
+the second request fails too does the refusal stand as the model's malformed call.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..local.urls import url_for
-from .base import MalformedReply, ProviderError, Reply
+from .base import MalformedReply, ProviderError, Reply, RequestExpired, busy_seconds, call_within, request_bound
 from .openai_chat import OpenAIProvider
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
-
-# llama-server's words when the model's output does not parse in the template's tool-call format
-_PARSE_FAILURE = re.compile(r"does not match the expected [\w-]+ format|failed to parse tool call", re.IGNORECASE)
-
 
 class LocalProvider(OpenAIProvider):
     def __init__(self, config: "ModelConfig"):
@@ -85,7 +85,53 @@ class LocalProvider(OpenAIProvider):
     def _once(self, request: dict[str, Any], first_id: int) -> Reply:
         try:
             return super()._once(request, first_id)
-        except ProviderError as exc:
-            if exc.cause.startswith("HTTP 500") and _PARSE_FAILURE.search(exc.cause):
-                raise MalformedReply(f"the server could not parse the model's tool call: {exc.cause}") from None
-            raise
+        except MalformedReply as exc:
+            if not getattr(exc, "server_refused", False):
+                raise
+            try:
+                return self._raw_text(request, str(exc))
+            except Exception:  # the server cannot say what the model wrote: its refusal stands
+                raise exc from None
+
+    def _raw_text(self, request: dict[str, Any], refusal: str) -> Reply:
+        """The model's output for `request` as plain text: the server's own rendering of the prompt,
+        completed without tool parsing (llama.cpp's /apply-template and /completion)."""
+        import httpx
+
+        root = self.base_url.rstrip("/")
+        root = root[:-3] if root.endswith("/v1") else root
+        bound = request_bound(self.config.timeout_s)
+        if bound <= 0:
+            raise RequestExpired("no time left")
+        start = time.perf_counter()
+
+        def ask() -> tuple[str, dict[str, Any]]:
+            with httpx.Client(timeout=bound, trust_env=not self.direct) as client:
+                rendered = client.post(f"{root}/apply-template", json={
+                    k: request[k] for k in ("messages", "tools", "tool_choice") if k in request})
+                rendered.raise_for_status()
+                prompt = rendered.json()["prompt"]
+                body = {"prompt": prompt, "n_predict": request.get(self._cap_field),
+                        "temperature": request.get("temperature"), "cache_prompt": True}
+                if "seed" in request:
+                    body["seed"] = request["seed"]
+                done = client.post(f"{root}/completion", json=body)
+                done.raise_for_status()
+                return prompt, done.json()
+
+        _, out = call_within(ask, bound)
+        content = out.get("content")
+        if not isinstance(content, str):
+            raise ValueError("no text in the /completion answer")
+        timings = out.get("timings")
+        busy = busy_seconds(timings.get("prompt_ms"), timings.get("predicted_ms"), scale=1e-3) \
+            if isinstance(timings, dict) else None
+        return Reply(content=content, tool_calls=[],
+                     finish_reason="length" if out.get("stop_type") == "limit" else "stop",
+                     tokens_in=_count(out.get("tokens_evaluated")), tokens_out=_count(out.get("tokens_predicted")),
+                     latency_s=time.perf_counter() - start, busy_s=busy,
+                     refusal=f"{refusal}; the content is the model's text, asked for again without tool parsing")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

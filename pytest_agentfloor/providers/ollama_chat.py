@@ -26,7 +26,7 @@ import pydantic
 from ..config import redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
-                   RequestExpired, ToolCallOut, await_endpoint, hold_if_asked,
+                   RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 from .endpoints import endpoint as shared_endpoint
@@ -204,8 +204,17 @@ class OllamaProvider(FreshClientOnExpiry):
         if json_reply:
             request["format"] = "json"
         first_id = calls_so_far(messages)
-        return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
+        return with_retries(lambda: self._attempt(request, first_id), retries=cfg.retries,
                             endpoint=self.endpoint, sleep=_backoff_sleep)
+
+    #: False for a pool's replica, whose health the pool keeps
+    breaker = True
+
+    def _attempt(self, request: dict[str, Any], first_id: int) -> Reply:
+        """One attempt, through the endpoint's breaker (paused after a run of failures: base.guarded)."""
+        if not self.breaker:
+            return self._once(request, first_id)
+        return guarded(self._shared, self.endpoint, lambda: self._once(request, first_id))
 
     def close(self) -> None:
         self._client.close()

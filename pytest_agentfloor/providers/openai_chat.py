@@ -3,6 +3,10 @@
 Retries are ours, not the client's (`max_retries=0`), so every endpoint follows the same
 policy and the error that ends an episode says what happened on the last attempt.
 
+A 5xx whose message says the server could not parse the model's output into a tool call
+(llama.cpp's `--jinja` parser, Ollama's /v1) is the model's malformed call (MalformedReply, with
+the server's message), not an endpoint failure: it is neither retried nor held against the endpoint.
+
 `config.think` is ignored here: Chat Completions has no portable on/off switch for reasoning.
 Its reasoning knob is `config.reasoning_effort` (sent as `reasoning_effort` only when set,
 since an unknown field can make a compatible server reject the request); reasoning tokens
@@ -12,6 +16,7 @@ are recorded when the usage reports `completion_tokens_details.reasoning_tokens`
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +26,7 @@ from openai.types.chat import ChatCompletion
 from ..config import redact_url
 from ..context import LADDER_MAX_TURNS
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
-                   RequestExpired, ToolCallOut, await_endpoint, hold_if_asked,
+                   RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
                    busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 from .endpoints import endpoint as shared_endpoint
@@ -140,8 +145,17 @@ class OpenAIProvider(FreshClientOnExpiry):
         if json_reply:
             request["response_format"] = {"type": "json_object"}
         first_id = calls_so_far(messages)
-        return with_retries(lambda: self._once(request, first_id), retries=cfg.retries,
+        return with_retries(lambda: self._attempt(request, first_id), retries=cfg.retries,
                             endpoint=self.endpoint, sleep=_backoff_sleep)
+
+    #: False for a pool's replica, whose health the pool keeps
+    breaker = True
+
+    def _attempt(self, request: dict[str, Any], first_id: int) -> Reply:
+        """One attempt, through the endpoint's breaker (paused after a run of failures: base.guarded)."""
+        if not self.breaker:
+            return self._once(request, first_id)
+        return guarded(self._shared, self.endpoint, lambda: self._once(request, first_id))
 
     def close(self) -> None:
         self._client.close()
@@ -168,7 +182,11 @@ class OpenAIProvider(FreshClientOnExpiry):
         except openai.APIStatusError as exc:
             code = exc.status_code
             message = _status_message(exc)
-            if is_context_overflow(message):
+            if code >= 500 and is_unparseable_output(message):  # the server says the model's call is unreadable
+                error = MalformedReply(self._redact(
+                    f"the server could not parse the model's output as a tool call: HTTP {code}: {message}"))
+                error.server_refused = True  # type: ignore[attr-defined]
+            elif is_context_overflow(message):
                 error = ContextLimitError(self.endpoint, self._redact(f"HTTP {code}: {message}"),
                                           hint=self.context_hint)
             else:
@@ -183,6 +201,8 @@ class OpenAIProvider(FreshClientOnExpiry):
         if error is not None:
             if isinstance(error, ProviderError):
                 hold_if_asked(self._shared, error)
+            else:
+                note_served(self.endpoint)  # the endpoint answered: the failure is the model's
             # Raised outside the except block so the client's exception (which holds the
             # request, headers included) is not even reachable through __context__.
             raise error
@@ -252,6 +272,20 @@ class OpenAIProvider(FreshClientOnExpiry):
             busy_s=busy,
             reasoning_tokens=_reasoning_tokens(usage),
         )
+
+
+# A server's own statement that the model's output did not parse as the tool-call format its chat
+# template announced: llama.cpp's server ("The model produced output that does not match the
+# expected peg-native format", "Failed to parse input at pos N", "failed to parse tool call"),
+# Ollama's /v1 ("error parsing tool call"). Only with a 5xx: it is the model's malformed call.
+_UNPARSEABLE_OUTPUT = re.compile(
+    r"does not match the expected [\w-]+ format|failed to parse (tool call|input at)|error parsing tool call",
+    re.IGNORECASE)
+
+
+def is_unparseable_output(message: str) -> bool:
+    """Whether a server's error text says it could not parse the model's output (its tool call)."""
+    return bool(_UNPARSEABLE_OUTPUT.search(message or ""))
 
 
 def _post_completion(client: "openai.OpenAI", request: dict[str, Any], timeout: float) -> ChatCompletion:

@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..config import redact_url
-from .base import ProviderError, Reply, with_retries
+from .base import ProviderError, Reply, counts_against, with_retries
 from .endpoints import EVICT_AFTER, Endpoint
 from .endpoints import endpoint as shared_endpoint
 
@@ -31,11 +31,6 @@ if TYPE_CHECKING:
 
 def _backoff_sleep(seconds: float) -> None:
     time.sleep(seconds)  # looked up at call time, so tests can monkeypatch time.sleep
-
-
-def counts_against(error: ProviderError) -> bool:
-    """Whether a failure says the replica is unwell: transient and not a 429 (rate limit)."""
-    return error.transient and not error.out_of_time and error.status != 429
 
 
 class Member:
@@ -150,5 +145,8 @@ def make_pool(config: "ModelConfig", make: Callable[["ModelConfig"], "Provider"]
     members = []
     for url in config.base_urls:
         replica = config.replica(url).model_copy(update={"retries": 0})
-        members.append(Member(url, limited(make(replica), replica), shared_endpoint(url)))
+        provider = make(replica)
+        if hasattr(provider, "breaker"):
+            provider.breaker = False  # the pool keeps each replica's health (one count, its own eviction)
+        members.append(Member(url, limited(provider, replica), shared_endpoint(url)))
     return PooledProvider(config, members)

@@ -295,7 +295,7 @@ def test_trickle_through_the_plugin_is_bounded_by_the_episode_timeout(pytester: 
                                                                       server: FakeModelServer,
                                                                       provider: str, suffix: str) -> None:
     """Issue 16's case: a reply trickled a few bytes at a time with both limits set; the episode ends
-    as a timeout (a graded failure with its record), not as a hang."""
+    as a timeout with its record, not as a hang (issue 27: an infrastructure error, not a graded failure)."""
     shutil.copytree(REPO / "cases" / "tier_B", pytester.path / "cases" / "tier_B")
     pytester.makefile(".toml", models=f"""
         [models.slow]
@@ -308,7 +308,8 @@ def test_trickle_through_the_plugin_is_bounded_by_the_episode_timeout(pytester: 
     server.responder = lambda _: trickle(0.3, 2, reply(content="x" * 200))
     result = pytester.runpytest("cases/tier_B/B1.toml", "--model", "slow", "--variants", "v0", "--instances",
                                 "i0", "--no-probe", "--episode-timeout", "1.5")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)
     (rec,) = [json.loads(x) for x in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
     assert rec["termination"] == "timeout" and rec["error"].startswith("episode exceeded 1.5s")
+    assert rec["infra_error"] and rec["failure_mode"] is None
     assert len(server.requests) <= 2  # one 1 s attempt, at most one retry cut by the episode's deadline
