@@ -10,7 +10,6 @@ not ask which kind produced it.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -78,36 +77,15 @@ class EpisodeKind:
         return grade(case, trajectory, hook, judgments)
 
 
-_DECLARED_KIND = {name: re.compile(rf'^kind\s*=\s*["\']{name}["\']', re.M) for name in ("callsite", "pressure")}
-
-
 def is_case_file(path: Path) -> bool:
-    """A ladder case (``tier_*/ID.toml``) or a call-site table (``callsite/*.toml`` declaring the kind).
+    """A case file by its content (scope.shaped_as_case): a declared kind or the ladder's keys.
 
     Installation files next to the tables are read by the tables that name them, not collected;
     any other TOML (a pyproject.toml in a folder that happens to be called callsite) is left alone.
     """
-    if path.suffix != ".toml":
-        return False
-    if path.parent.name.startswith("tier_"):
-        return True
-    if path.parent.name in _DECLARED_KIND:
-        try:
-            return bool(_DECLARED_KIND[path.parent.name].search(path.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            return False
-    return False
+    from .scope import shaped_as_case
 
-
-def holds_cases(directory: Path) -> bool:
-    """Whether a directory given on the command line is (or directly holds) a folder of cases."""
-    candidates = [directory, *(c for c in directory.iterdir() if c.is_dir())]
-    for d in candidates:
-        if d.name.startswith("tier_"):
-            return True
-        if d.name in _DECLARED_KIND and any(is_case_file(f) for f in d.glob("*.toml")):
-            return True
-    return False
+    return shaped_as_case(path)
 
 
 KINDS: dict[str, CaseKind] = {}
