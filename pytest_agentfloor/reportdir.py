@@ -63,10 +63,12 @@ class ReportDirLock:
         self._lock: Any = None
 
     def acquire(self) -> None:
-        from .locking import FileLock, Timeout
+        from filelock import Timeout
+
+        from .locking import held_lock
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.path), thread_local=False)
+        lock = held_lock(self.path)
         try:
             lock.acquire(timeout=0)
         except Timeout:

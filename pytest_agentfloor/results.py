@@ -185,8 +185,8 @@ def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
 class RunLog:
     """Appends records to a JSONL file; one O_APPEND write per record, under a cross-process lock.
 
-    The lock (locking.lock_for, a hidden file beside this one) excludes other processes; episode
-    threads (--concurrency) share this descriptor, so a threading.Lock orders them first.
+    The lock (locking.AppendLock) excludes other processes; episode threads (--concurrency)
+    share this descriptor, so a threading.Lock orders them first.
     """
 
     def __init__(self, path: Path):
@@ -206,12 +206,12 @@ class RunLog:
 
     def _append(self, line: bytes) -> None:
         if self._fd is None:
-            from .locking import lock_for
+            from .locking import AppendLock
 
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = lock_for(self.path)
             # O_BINARY: Windows would otherwise write every newline as CRLF
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+            self._lock = AppendLock(self.path, self._fd)
         with self._lock:
             # a writer killed mid-write (this session's earlier one, or another xdist worker) leaves a
             # torn last line: start a new line, never extend it (one fstat and a 1-byte read per append)
@@ -228,6 +228,7 @@ class RunLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            self._lock = None
 
 
 #: bad lines named one by one before the reader only counts them

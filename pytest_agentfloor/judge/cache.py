@@ -2,7 +2,7 @@
 
 It lives beside the per-session directories (``reports/judge-cache.jsonl``), so it persists
 across sessions. Every entry is one line written with a single O_APPEND write under an
-exclusive cross-process lock (locking.py), as runs.jsonl is, so xdist workers share it safely; a reader only takes
+exclusive cross-process lock (locking.AppendLock), as runs.jsonl is, so xdist workers share it safely; a reader only takes
 lines that end in a newline, so a write in progress or a line torn by a crash is never read
 as an entry (a torn line is skipped and counted; the next write starts a fresh line). On a
 miss the reader first picks up what other processes appended since it last looked.

@@ -177,10 +177,10 @@ def _mismatch(spec: ModelSpec, what: str, size: int, digest: str) -> ModelFileEr
 
 @contextlib.contextmanager
 def _locked(cache: Path) -> Iterator[None]:
-    from ..locking import FileLock
+    from ..locking import held_lock
 
     cache.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(cache / ".lock"), thread_local=False):
+    with held_lock(cache / ".lock"):
         yield
 
 
