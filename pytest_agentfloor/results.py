@@ -137,6 +137,11 @@ def cap_text(value: Any, limit: int = MAX_TEXT_BYTES) -> tuple[Any, dict[str, in
     visible marker, and (in `capped`) where it cut and how large the text was.
     """
     capped: dict[str, int] = {}
+    try:  # the usual record: its whole JSON (ASCII-escaped: never fewer bytes than a text's UTF-8) fits
+        if len(json.dumps(value, default=str)) <= limit:
+            return value, capped
+    except (TypeError, ValueError, RecursionError):
+        pass
 
     def walk(node: Any, path: str) -> Any:
         if isinstance(node, str):
