@@ -8,7 +8,9 @@ case files. A case file is recognised by its content, never by its folder's name
 ``"episode"``) or carries the ladder schema's keys (a top-level ``id`` and ``tier``). Only TOML
 files under the configured case paths (ini ``agentfloor_case_paths``, default ``cases/`` at the
 rootdir), or named on the command line, are looked at; a ``cases/`` folder of anything else
-leaves the run alone. This module imports nothing heavy: it runs in every pytest run.
+leaves the run alone. Once a run is a benchmark run, a TOML file beside case files that declares
+no other kind is collected as well, so that an empty or broken case is reported rather than
+skipped. This module imports nothing heavy: it runs in every pytest run.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 _paths_key = pytest.StashKey[list[Path]]()
 _explicit_key = pytest.StashKey[set[Path]]()
 _targets_key = pytest.StashKey[bool]()
+_beside_key = pytest.StashKey[dict]()
 
 #: kinds whose files become items; an ``installation`` file is data that call-site tables read
 COLLECTED_KINDS = ("episode", "callsite", "pressure")
@@ -32,6 +35,17 @@ _TABLE = re.compile(r"^\s*\[", re.M)
 LADDER_KEYS = frozenset({"id", "tier"})
 #: bytes read to decide: every declaring key sits at the top of the file
 HEAD_BYTES = 16384
+
+
+def _declared_kind(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    table = _TABLE.search(text)
+    found = _KIND.search(text[:table.start()] if table else text)
+    return found.group("kind") if found else None
 
 
 def shaped_as_case(path: Path) -> bool:
@@ -86,7 +100,18 @@ def is_case_file(config: pytest.Config, path: Path) -> bool:
         return True
     if not any(path.is_relative_to(root) for root in case_paths(config)):
         return False
-    return shaped_as_case(path)
+    if shaped_as_case(path):
+        return True
+    # collected only in a benchmark run: a file beside case files that says no other kind (an empty
+    # or half-written case, binary garbage) is collected too, so that it is reported, not skipped
+    return _declared_kind(path) is None and _beside_cases(config, path.parent)
+
+
+def _beside_cases(config: pytest.Config, directory: Path) -> bool:
+    seen = config.stash.setdefault(_beside_key, {})
+    if directory not in seen:
+        seen[directory] = any(shaped_as_case(p) for p in directory.glob("*.toml") if p.is_file())
+    return seen[directory]
 
 
 def holds_case(directory: Path) -> bool:
