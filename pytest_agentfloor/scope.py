@@ -8,9 +8,9 @@ case files. A case file is recognised by its content, never by its folder's name
 ``"episode"``) or carries the ladder schema's keys (a top-level ``id`` and ``tier``). Only TOML
 files under the configured case paths (ini ``agentfloor_case_paths``, default ``cases/`` at the
 rootdir), or named on the command line, are looked at; a ``cases/`` folder of anything else
-leaves the run alone. Once a run is a benchmark run, a TOML file beside case files that declares
-no other kind is collected as well, so that an empty or broken case is reported rather than
-skipped. This module imports nothing heavy: it runs in every pytest run.
+leaves the run alone. Once a run is a benchmark run, a TOML file beside ladder cases that declares
+no kind is collected as well (a ladder case may omit its kind line), so that an empty or broken
+case is reported rather than skipped. This module imports nothing heavy: it runs in every pytest run.
 """
 
 from __future__ import annotations
@@ -102,15 +102,17 @@ def is_case_file(config: pytest.Config, path: Path) -> bool:
         return False
     if shaped_as_case(path):
         return True
-    # collected only in a benchmark run: a file beside case files that says no other kind (an empty
-    # or half-written case, binary garbage) is collected too, so that it is reported, not skipped
-    return _declared_kind(path) is None and _beside_cases(config, path.parent)
+    # collected only in a benchmark run: a ladder case may omit its kind line, so a file beside ladder
+    # cases that declares no kind (an empty or half-written case, binary garbage) is taken for one
+    # and reported, not skipped; call-site and pressure tables always declare theirs
+    return _declared_kind(path) is None and _beside_ladder_cases(config, path.parent)
 
 
-def _beside_cases(config: pytest.Config, directory: Path) -> bool:
+def _beside_ladder_cases(config: pytest.Config, directory: Path) -> bool:
     seen = config.stash.setdefault(_beside_key, {})
     if directory not in seen:
-        seen[directory] = any(shaped_as_case(p) for p in directory.glob("*.toml") if p.is_file())
+        seen[directory] = any(shaped_as_case(p) and _declared_kind(p) in (None, "episode")
+                              for p in directory.glob("*.toml") if p.is_file())
     return seen[directory]
 
 
