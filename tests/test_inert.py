@@ -247,9 +247,12 @@ def test_processes_appending_to_one_runs_jsonl_never_tear_a_line(tmp_path: Path)
 
 
 def test_without_flock_appends_lock_through_filelock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_agentfloor import locking
+    import importlib
+
     from pytest_agentfloor.results import RunLog
 
+    # the module RunLog will import (in-process pytester runs elsewhere may have left a stale package attribute)
+    locking = importlib.import_module("pytest_agentfloor.locking")
     monkeypatch.setattr(locking, "_flock", lambda: None)  # as on Windows
     log = RunLog(tmp_path / "runs.jsonl")
     log.append({"a": 1})
