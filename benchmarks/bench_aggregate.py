@@ -12,16 +12,21 @@ at 10,000 resamples. Wall time is the best of several runs without tracing; peak
 measured in a separate traced run (tracemalloc, Python + numpy allocations) and as process RSS.
 
     python benchmarks/bench_aggregate.py [--repeat 5] [--n-boot 10000] [--interval-method guarded|paper]
+
+AGENTFLOOR_BENCH_SMOKE=1 runs it in a smoke size (tests/test_benchmarks.py: every benchmark runs in CI).
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import os
 import sys
 import time
 import tracemalloc
 from pathlib import Path
+
+SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))  # tests/test_benchmarks.py: seconds, in CI
 
 import numpy as np
 
@@ -80,8 +85,8 @@ def synth_corpus(seed: int = 0, n_variants: int = 5, n_runs: int = 5) -> tuple[l
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--n-boot", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=1 if SMOKE else 5)
+    ap.add_argument("--n-boot", type=int, default=200 if SMOKE else 10_000)
     ap.add_argument("--interval-method", choices=("guarded", "paper"), default="guarded")
     args = ap.parse_args()
 

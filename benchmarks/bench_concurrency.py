@@ -5,6 +5,8 @@ The server (tests/fakeserver.py, real HTTP on 127.0.0.1) follows each case's ref
 so every item is a real two-turn OpenAI-wire episode of the tier-A case A1.
 
     python benchmarks/bench_concurrency.py [--items-per-worker 120] [--workers 1,4,8]
+
+AGENTFLOOR_BENCH_SMOKE=1 runs it in a smoke size (tests/test_benchmarks.py: every benchmark runs in CI).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))  # tests/test_benchmarks.py: seconds, in CI
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -45,8 +49,8 @@ def responder_for_a1():
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--items-per-worker", type=int, default=120)
-    ap.add_argument("--workers", default="1,4,8")
+    ap.add_argument("--items-per-worker", type=int, default=5 if SMOKE else 120)
+    ap.add_argument("--workers", default="1,2" if SMOKE else "1,4,8")
     args = ap.parse_args()
     respond, per_run = responder_for_a1()
     turns = 2

@@ -11,6 +11,8 @@ mean and median wall time per episode, mean request latency, and tokens.
 
 Wall times depend on what else the machine runs: llama.cpp's threads spin-wait, so on a small
 machine shared with other work the numbers spread widely (see docs/local-model.md).
+
+AGENTFLOOR_BENCH_SMOKE=1 runs it in a smoke size (tests/test_benchmarks.py: every benchmark runs in CI).
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))  # tests/test_benchmarks.py: seconds, in CI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -40,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="", help="local model key (default: the Qwen 0.5B model)")
-    ap.add_argument("--tiers", default="A,B")
+    ap.add_argument("--tiers", default="A0" if SMOKE else "A,B")
     ap.add_argument("--variants", default="v0")
     ap.add_argument("--instances", default="i0")
     ap.add_argument("--runs", type=int, default=1)

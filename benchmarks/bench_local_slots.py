@@ -19,6 +19,8 @@ A setting name is `old` or `s<slots>t<threads>` with optional `b<threads_batch>`
 each after a `+`: `+fa` / `+nofa` (flash attention on / off), `+poll0` (threads sleep instead of
 spin-waiting for work), `+mlock`, `+ub256` (physical batch size); these go through a wrapper
 script given as $AGENTFLOOR_LLAMA_SERVER. Needs the `local` extra.
+
+AGENTFLOOR_BENCH_SMOKE=1 runs it in a smoke size (tests/test_benchmarks.py: every benchmark runs in CI).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))  # tests/test_benchmarks.py: seconds, in CI
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -112,9 +116,9 @@ def run_once(name: str, cases: list[str], work: Path, label: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--settings", default="old,s1t1,s2t1")
+    ap.add_argument("--settings", default="s1t1" if SMOKE else "old,s1t1,s2t1")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--cases", nargs="+", default=["cases/"])
+    ap.add_argument("--cases", nargs="+", default=["cases/tier_A0"] if SMOKE else ["cases/"])
     ap.add_argument("--json", type=Path, default=None, help="also write every run here")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.settings.split(",") if n.strip()]

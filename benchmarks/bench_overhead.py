@@ -1,22 +1,25 @@
-"""Per-item harness overhead with a model that answers instantly (issue 7).
+"""Per-item harness overhead with a model that answers instantly, against bare pytest (issues 7, 29).
 
 Runs the scripted oracle on the 2-step tier-A case A1 (one tool call, one answer) N times in one
-process, no xdist, and prints the median time per item from pytest's own logstart→logfinish
-(setup, episode, grading, record, report) plus the amortised wall time per item including
-collection and reporting, from two run sizes so start-up cancels out.
+process, no xdist, and, side by side in the same run, bare pytest (`-p no:agentfloor`) on a
+trivial parametrized test of N cases. Prints for each the median time per item from pytest's own
+logstart→logfinish (setup, episode, grading, record, report) and the amortised wall time per item
+including collection and reporting (two run sizes, so start-up cancels out), then their ratio.
 
     python benchmarks/bench_overhead.py [--items 2000] [--profile]
     python benchmarks/bench_overhead.py --items 1000 --concurrency 1,16,64   # look-ahead on vs off
 
-The median logstart->logfinish is the figure issue 18 quotes (about 0.45 ms per item): scripted
-models play inline whatever --agentfloor-concurrency says, so with concurrency on it measures the
-cost of the look-ahead itself.
+N items are --agentfloor-runs up to 1000 (its maximum) times as many prompt variants as needed.
+Scripted models play inline whatever --agentfloor-concurrency says, so with concurrency on it
+measures the cost of the look-ahead itself. AGENTFLOOR_BENCH_SMOKE=1 runs 150 items
+(tests/test_benchmarks.py: every benchmark runs in CI).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import pstats
 import statistics
@@ -25,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 TIMING_PLUGIN = '''
@@ -41,37 +45,85 @@ def pytest_unconfigure(config):
 '''
 
 
+SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))
+MAX_RUNS = 1000  # options.MAX_RUNS
+BARE_TEST = """
+import pytest
+
+@pytest.mark.parametrize("i", range(int(__import__("os").environ["AF_BARE_N"])))
+def test_trivial(i):
+    assert i >= 0
+"""
+
+
+def _runs_and_variants(items: int) -> tuple[int, str]:
+    """--agentfloor-runs and --variants giving `items` items of A1 (it has five prompt variants)."""
+    variants = -(-items // MAX_RUNS)
+    if variants > 5 or items % variants:
+        raise SystemExit(f"--items: {items} is not runs x variants with runs <= {MAX_RUNS} and at most 5 variants")
+    return items // variants, ",".join(f"v{i}" for i in range(variants))
+
+
+def _env(workdir: Path, out: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(AF_BENCH_OUT=str(out), PYTHONPATH=os.pathsep.join([str(workdir), str(REPO)]))  # this checkout
+    return env
+
+
 def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int = 1) -> tuple[float, list[float]]:
     out = workdir / "durations.json"
-    env = {**os.environ, "AF_BENCH_OUT": str(out), "PYTHONPATH": os.pathsep.join([str(workdir), str(REPO)])}  # this checkout, not an installed copy
+    runs, variants = _runs_and_variants(items)
     args = [sys.executable]
     if profile:
         args += ["-m", "cProfile", "-o", str(profile)]
-    args += ["-m", "pytest", str(REPO / "cases" / "tier_A" / "A1.toml"), "--model", "oracle", "--variants", "v0",
-             "--instances", "i0", "--agentfloor-runs", str(items), "-q", "-p", "no:cacheprovider", "-p", "timing_plugin",
+    args += ["-m", "pytest", str(REPO / "cases" / "tier_A" / "A1.toml"), "--model", "oracle", "--variants", variants,
+             "--instances", "i0", "--agentfloor-runs", str(runs), "-q", "-p", "no:cacheprovider", "-p", "timing_plugin",
              "--agentfloor-report-dir", str(workdir / "reports"), "--agentfloor-report", "none", "--rootdir", str(REPO),
              "-o", "addopts=", "-p", "no:benchmark", "-p", "no:hypothesis", "-p", "no:xdist",
              "--agentfloor-concurrency", str(concurrency)]
     start = time.perf_counter()
-    subprocess.run(args, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(args, cwd=workdir, env=_env(workdir, out), check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
-    import json
-
     return wall, json.loads(out.read_text())
+
+
+def run_bare(items: int, workdir: Path) -> tuple[float, list[float]]:
+    """Bare pytest, the plugin disabled, on a trivial test parametrized `items` times."""
+    out = workdir / "durations.json"
+    bare = workdir / "bare"
+    bare.mkdir(exist_ok=True)
+    (bare / "test_bare.py").write_text(BARE_TEST)
+    args = [sys.executable, "-m", "pytest", str(bare / "test_bare.py"), "-q", "-p", "no:cacheprovider", "-p",
+            "timing_plugin", "--rootdir", str(bare), "-p", "no:agentfloor", "-p", "no:benchmark", "-p", "no:hypothesis",
+            "-p", "no:xdist"]
+    start = time.perf_counter()
+    subprocess.run(args, cwd=workdir, env={**_env(workdir, out), "AF_BARE_N": str(items)}, check=True,
+                   stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    return wall, json.loads(out.read_text())
+
+
+def per_item(fn: Callable[..., tuple[float, list[float]]], items: int, small: int, **kw: Any) -> tuple[float, float, float]:
+    """(median logstart->logfinish ms, amortised ms per item, wall s of the big run)."""
+    small_wall, _ = fn(small, **kw)
+    wall, durations = fn(items, **kw)
+    return statistics.median(durations) * 1e3, (wall - small_wall) / (items - small) * 1e3, wall
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--items", type=int, default=2000)
+    ap.add_argument("--items", type=int, default=150 if SMOKE else 2000)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--growth", action="store_true", help="amortised per-item cost at 100, 1,000 and 10,000 items")
     ap.add_argument("--concurrency", default="1", help="comma-separated --agentfloor-concurrency values to measure")
+    ap.add_argument("--best-of", type=int, default=1 if SMOKE else 3, help="repeat each measurement, keep the best")
     args = ap.parse_args()
+    small = max(10, min(100, args.items // 2))
     if args.growth:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             (work / "timing_plugin.py").write_text(TIMING_PLUGIN)
-            for n in (100, 1000, 10000):
+            for n in (100, 1000, 5000):
                 wall, durations = run(n, work)
                 print(f"items={n}: total {wall:.2f} s, median per item {statistics.median(durations) * 1e3:.3f} ms, "
                       f"last-10% median {statistics.median(durations[-n // 10:]) * 1e3:.3f} ms")
@@ -80,20 +132,22 @@ def main() -> None:
         work = Path(tmp)
         (work / "timing_plugin.py").write_text(TIMING_PLUGIN)
         for conc in [int(c) for c in args.concurrency.split(",")]:
-            load = os.getloadavg()[0]
-            small_wall, _ = run(100, work, concurrency=conc)
-            wall, durations = run(args.items, work, concurrency=conc)
-            median_ms = statistics.median(durations) * 1e3
-            amortised_ms = (wall - small_wall) / (args.items - 100) * 1e3
-            print(f"concurrency={conc} items={args.items} median per item (logstart->logfinish) = {median_ms:.3f} ms; "
-                  f"amortised incl. collection+reporting = {amortised_ms:.3f} ms; total wall {wall:.2f} s; "
-                  f"load {load:.1f}", flush=True)
-        print(f"ratio vs inspect_ai's ~25 ms per mock sample: {25 / amortised_ms:.1f}x less overhead")
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            ours, bare = [], []
+            for _ in range(args.best_of):  # interleaved, so that drifting load hits both alike
+                ours.append(per_item(run, args.items, small, workdir=work, concurrency=conc))
+                bare.append(per_item(run_bare, args.items, small, workdir=work))
+            o_med, o_am = min(x[0] for x in ours), min(x[1] for x in ours)
+            b_med, b_am = min(x[0] for x in bare), min(x[1] for x in bare)
+            print(f"concurrency={conc} items={args.items} (best of {args.best_of}, load {load:.1f}): "
+                  f"median per item (logstart->logfinish) agentfloor {o_med:.3f} ms vs bare pytest {b_med:.3f} ms "
+                  f"= {o_med / b_med:.2f}x; amortised incl. collection+reporting agentfloor {o_am:.3f} ms vs bare "
+                  f"{b_am:.3f} ms = {o_am / b_am:.2f}x", flush=True)
         if args.profile:
             prof = work / "prof.out"
             run(args.items, work, profile=prof)
             buf = io.StringIO()
-            pstats.Stats(str(prof), stream=buf).sort_stats("tottime").print_stats(12)
+            pstats.Stats(str(prof), stream=buf).sort_stats("tottime").print_stats(25)
             print(buf.getvalue())
 
 

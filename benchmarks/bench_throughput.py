@@ -14,6 +14,8 @@ memory (max RSS of one process) are reported.
 A setting is cN (one process, --agentfloor-concurrency N), nW (xdist -n W, --agentfloor-concurrency 1) or nWcN (both).
 Each figure carries the 1-minute load average before it ran: the machine is shared, so compare
 figures taken at similar load, and prefer the best of a few repeats.
+
+AGENTFLOOR_BENCH_SMOKE=1 runs it in a smoke size (tests/test_benchmarks.py: every benchmark runs in CI).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))  # tests/test_benchmarks.py: seconds, in CI
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -80,9 +84,9 @@ def run(work: Path, model: str, runs: int, workers: int, conc: int) -> tuple[flo
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--episodes", type=int, default=400)
-    ap.add_argument("--delay", type=float, default=0.2, help="seconds the server waits before every answer")
-    ap.add_argument("--settings", default="c1,c16,c64,n8,n16")
+    ap.add_argument("--episodes", type=int, default=10 if SMOKE else 400)
+    ap.add_argument("--delay", type=float, default=0.05 if SMOKE else 0.2, help="seconds the server waits before every answer")
+    ap.add_argument("--settings", default="c1,c4" if SMOKE else "c1,c16,c64,n8,n16")
     ap.add_argument("--oracle", action="store_true", help="the in-process oracle instead of the server: harness cost")
     ap.add_argument("--repeat", type=int, default=1, help="runs per setting; prints each, then the best and the median")
     args = ap.parse_args()

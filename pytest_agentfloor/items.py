@@ -151,6 +151,9 @@ class ContextLimitReached(Exception):
 
 
 class CaseItem(pytest.Item):
+    #: read by the plugin's per-item hooks instead of an isinstance check that would import this module
+    agentfloor_case = True
+
     def __init__(self, *, entry: Entry, variant: str, instance: str, run: int, model: ModelConfig, **kw: Any):
         super().__init__(**kw)
         self.entry, self.variant, self.instance, self.run, self.model = entry, variant, instance, run, model

@@ -14,8 +14,6 @@ of them; it loads the group's entry points on first use.
 from __future__ import annotations
 
 import hashlib
-import re
-from fnmatch import fnmatchcase
 from importlib import metadata
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from .kindspec import CaseKind, Entry
 from .suite.loader import CaseError, read_toml
 
 __all__ = ["BUILTIN_KINDS", "ENTRY_POINT_GROUP", "CaseKind", "Entry", "KindPluginError", "all_kinds",
-           "holds_cases", "is_case_file", "kind_named", "load_file", "register_kind"]
+           "is_case_file", "kind_named", "load_file", "register_kind"]
 
 ENTRY_POINT_GROUP = "agentfloor.kinds"
 
@@ -48,9 +46,7 @@ _loaded = False
 
 def register_kind(kind: CaseKind) -> None:
     """Add (or replace) a kind by its name; entry points call this through :func:`all_kinds`."""
-    global _FOLDERS
     KINDS[kind.name] = kind
-    _FOLDERS = None
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -104,52 +100,15 @@ def all_kinds() -> list[CaseKind]:
     return list(KINDS.values())
 
 
-_FOLDERS: list[tuple[str, bool, re.Pattern[str]]] | None = None
-
-
-def _folders() -> list[tuple[str, bool, re.Pattern[str]]]:
-    """(folder pattern, whether the file must declare its kind, the declaration) of every collected kind."""
-    global _FOLDERS
-    if _FOLDERS is None:
-        _FOLDERS = [(folder, bool(getattr(k, "declared", True)),
-                     re.compile(rf'^kind\s*=\s*["\']{re.escape(k.name)}["\']', re.M))
-               for k in all_kinds() if (folder := getattr(k, "folder", None))]
-    return _FOLDERS
-
-
 def is_case_file(path: Path) -> bool:
-    """A file some kind collects: a ladder case (``tier_*/ID.toml``), or a TOML file in a kind's
-    folder that declares that kind (``callsite/*.toml`` with ``kind = "callsite"``).
+    """A case file by its content (casefiles.shaped_as_case): a declared kind or the ladder's keys.
 
     Installation files next to the tables are read by the tables that name them, not collected;
     any other TOML (a pyproject.toml in a folder that happens to be called callsite) is left alone.
     """
-    if path.suffix != ".toml":
-        return False
-    text: str | None = None
-    for pattern, declared, declaration in _folders():
-        if not fnmatchcase(path.parent.name, pattern):
-            continue
-        if not declared:
-            return True
-        if text is None:
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                return False
-        if declaration.search(text):
-            return True
-    return False
+    from .casefiles import shaped_as_case
 
-
-def holds_cases(directory: Path) -> bool:
-    """Whether a directory given on the command line is (or directly holds) a folder of cases."""
-    candidates = [directory, *(c for c in directory.iterdir() if c.is_dir())]
-    for d in candidates:
-        for pattern, declared, _ in _folders():
-            if fnmatchcase(d.name, pattern) and (not declared or any(is_case_file(f) for f in d.glob("*.toml"))):
-                return True
-    return False
+    return shaped_as_case(path)
 
 
 def load_file(path: Path) -> tuple[CaseKind, list[Entry]]:

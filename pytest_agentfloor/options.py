@@ -9,23 +9,29 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .config import ConfigError, ModelConfig, load_models
-from .corpus import CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider
-from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, resolve_protocol
-from .providers.base import Provider
-from .providers.registry import make_provider
-from .results import RunLog
-from .suite.schema import TIERS
+if TYPE_CHECKING:  # this module is imported by every pytest run: everything heavy loads on use
+    from .config import ModelConfig
+    from .corpus import CassetteStore
+    from .protocol import Protocol
+    from .providers.base import Provider
+    from .results import RunLog
 
-#: kept literal (not imported from stats) so that option parsing never loads numpy/scipy
+#: kept literal (not imported from stats, protocol, suite.schema) so that registering the options,
+#: which every pytest run of the environment does, loads neither pydantic nor numpy/scipy;
+#: tests/test_inert.py checks they equal the modules' own
 INTERVAL_METHODS = ("guarded", "paper")
+PROTOCOL_NAMES = ("agentfloor", "tbb", "legacy")
+DEFAULT_PROTOCOL = "agentfloor"
+TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
 DECISION_BOUNDS = ("two-sided", "one-sided")
+CALLSITE_VERDICTS = ("raw", "holm")  # callsite.stats.VERDICTS
 
 REPORT_MODES = ("none", "term", "all")
 #: upper bounds that catch a typo (an extra zero) before it books days of model time
@@ -50,7 +56,7 @@ class Settings:
     report_dir: Path
     token_budget: int | None
     episode_timeout: float
-    protocol: Protocol = PROTOCOLS[DEFAULT_PROTOCOL]
+    protocol: "Protocol" = field(default_factory=lambda: _default_protocol())
     reference: str | None = None
     callsite_weights: dict[str, float] | None = None  # relative call frequency per call site (routing)
     callsite_parser: str | None = None  # output parser of call-site tables that name none (callsite/parsers.py)
@@ -119,6 +125,9 @@ class Settings:
 
     def provider(self, config: ModelConfig) -> Provider:
         if config.name not in self.providers:
+            from .corpus import CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider
+            from .providers.registry import make_provider
+
             if self.replay or self.record:
                 self.cassettes = self.cassettes or CassetteStore(self.report_dir / CASSETTE_FILE)
             if self.replay:
@@ -151,8 +160,16 @@ class Settings:
 
     def log(self) -> RunLog:
         if self.run_log is None:
+            from .results import RunLog
+
             self.run_log = RunLog((self.session_dir or self.report_dir) / "runs.jsonl")
         return self.run_log
+
+
+def _default_protocol() -> "Protocol":
+    from .protocol import PROTOCOLS
+
+    return PROTOCOLS[DEFAULT_PROTOCOL]
 
 
 @dataclass
@@ -170,7 +187,14 @@ class GateSpec:
 
 
 def gate_spec(config: pytest.Config) -> GateSpec | None:
-    """The gate asked for: --agentfloor-baseline PATH, or --gate-floor alone (a gate without a baseline)."""
+    """The gate's options, checked (an error names the option, or the ini key and its file)."""
+    try:
+        return _gate_spec(config)
+    except pytest.UsageError as exc:
+        raise name_the_source(config, exc) from None
+
+
+def _gate_spec(config: pytest.Config) -> GateSpec | None:
     raw = str(_opt(config, "agentfloor_baseline") or "")
     floors_raw = [f for chunk in (_opt(config, "agentfloor_gate_floors") or []) for f in str(chunk).split(",") if f]
     if not raw and not floors_raw:
@@ -228,11 +252,56 @@ ALIASES: frozenset[str] = frozenset({
 })
 
 
+#: the short spellings: added after every plugin and initial conftest has added its options, and only
+#: those still free (add_free_aliases); --model is the one a user's conftest most often has
+SHORT = frozenset({"--model", *ALIASES})
+
+
 def option_names(opt: str) -> list[str]:
-    """The names one option is registered under: the prefixed one first, then a vetted alias."""
-    if opt == "--model" or opt.startswith(PREFIX):
+    """The names one option is known by: the prefixed one first, then its short spelling (if any)."""
+    if opt.startswith(PREFIX):
         return [opt]
-    return [PREFIX + opt.removeprefix("--"), *([opt] if opt in ALIASES else [])]
+    return [PREFIX + opt.removeprefix("--"), *([opt] if opt in SHORT else [])]
+
+
+def _registered(parser: pytest.Parser) -> set[str]:
+    """Every option string pytest's parser knows now (pytest 9 keeps one argparse parser; pytest 8 groups)."""
+    names = {n for g in _groups(parser) for opt in g.options for n in opt.names()}
+    optparser = getattr(parser, "optparser", None)
+    return names | set(getattr(optparser, "_option_string_actions", {}))
+
+
+def _own_arguments(parser: pytest.Parser) -> list[Any]:
+    return [opt for g in _groups(parser) if g.name == "agentfloor" for opt in g.options]
+
+
+def taken_aliases(parser: pytest.Parser) -> list[str]:
+    """Short spellings that another plugin or a conftest already uses (the plugin leaves them alone)."""
+    mine = {n for opt in _own_arguments(parser) for n in opt.names()}
+    return sorted(a for a in SHORT if a in _registered(parser) - mine)
+
+
+def add_free_aliases(parser: pytest.Parser) -> None:
+    """Give each option its short spelling where no plugin or conftest has taken it.
+
+    pytest 8 builds its argparse parser from the Argument names on every parse; pytest 9 has
+    added each option to one argparse parser already, so the alias joins that action too.
+    """
+    taken = _registered(parser)
+    optparser = getattr(parser, "optparser", None)
+    actions = getattr(optparser, "_option_string_actions", None)
+    for opt in _own_arguments(parser):
+        primary = opt.names()[0]
+        alias = "--" + primary.removeprefix(PREFIX)
+        if not primary.startswith(PREFIX) or alias not in SHORT or alias in taken:
+            continue
+        if hasattr(opt, "_long_opts"):  # pytest 8 to 9.1 keep the names on the Argument
+            opt._long_opts.append(alias)
+        if actions is not None and primary in actions:  # the argparse action (pytest >= 9.2: names() is its list)
+            action = actions[primary]
+            if alias not in action.option_strings:
+                action.option_strings.append(alias)
+            actions[alias] = action
 
 
 def _shown(default: Any) -> str:
@@ -249,12 +318,11 @@ def add_options(parser: pytest.Parser) -> None:
 
     def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", shown: str | None = None,
             **kw: Any) -> None:
-        names = option_names(opt)
-        if opt == "--model":
-            names.append(PREFIX + "model")
+        names = option_names(opt)[:1]  # the short spelling joins later, where free
         shown = _shown(default) if shown is None else shown
         group.addoption(*names, dest=ini, default=None, help=f"{help} (default: {shown}; ini: {ini})", **kw)
         parser.addini(ini, help=help, type=ini_type, default=default)
+        _note(opt, ini, ini_type, default)
 
     add("--model", "agentfloor_models", "model name(s) from models.toml; repeatable or comma-separated",
         default=["oracle"], ini_type="args", action="append", metavar="NAME")
@@ -299,7 +367,7 @@ def add_options(parser: pytest.Parser) -> None:
     add("--report-dir", "agentfloor_report_dir", "where runs.jsonl and reports go, relative to the rootdir",
         default="reports", metavar="DIR")
     add("--protocol", "agentfloor_protocol",
-        f"episode rules: {'|'.join(PROTOCOLS)} (agentfloor = seed 000, tbb = seed 002's frozen contract)",
+        f"episode rules: {'|'.join(PROTOCOL_NAMES)} (agentfloor = seed 000, tbb = seed 002's frozen contract)",
         default=DEFAULT_PROTOCOL, metavar="NAME")
     add("--menu", "agentfloor_menu",
         "show ladder cases a menu of N tool schemas: their tools among seeded distractors (seed 002's V); "
@@ -372,11 +440,24 @@ def add_options(parser: pytest.Parser) -> None:
         ("--run-non-capable", "agentfloor_run_non_capable",
          "run the items of models whose probe was not tool_capable instead of skipping them"),
     ):
-        group.addoption(*option_names(flag), dest=ini, action="store_true", default=None,
+        group.addoption(*option_names(flag)[:1], dest=ini, action="store_true", default=None,
                         help=f"{text} (default: off; ini: {ini})")
         parser.addini(ini, help=text, type="bool", default=False)
+        _note(flag, ini, "bool", False)
     parser.addini("agentfloor_case_paths", type="paths", default=[],
                   help="directories whose *.toml files are benchmark cases (default: cases/ at the rootdir)")
+    _INI["agentfloor_case_paths"] = ("paths", [])
+
+
+#: ini name -> (pytest ini type, default), and every spelling of an option -> its ini name
+_INI: dict[str, tuple[str, Any]] = {}
+_FLAG_INI: dict[str, str] = {}
+
+
+def _note(opt: str, ini: str, ini_type: str, default: Any) -> None:
+    _INI[ini] = (ini_type, default)
+    for name in option_names(opt):
+        _FLAG_INI[name] = ini
 
 
 def _groups(parser: pytest.Parser) -> list[Any]:
@@ -392,23 +473,98 @@ def foreign_option_names(parser: pytest.Parser) -> set[str]:
 
 
 def conflict_message(name: str) -> str:
-    other = name if name.startswith(PREFIX) else PREFIX + name.removeprefix("--")
-    return (f"{name} is defined both by pytest-agentfloor and by a conftest.py or another plugin. "
-            f"pytest-agentfloor also accepts it as {other}; rename your option, or disable the plugin "
-            "where you do not want it with -p no:agentfloor (or addopts = -p no:agentfloor in your ini file)")
-
-
-def fallback_settings(config: pytest.Config) -> Settings:
-    """Defaults for a run that is not a benchmark run and whose settings could not be read."""
-    from .config import builtin_models
-
-    return Settings(models=builtin_models(), selected=[], runs=1, variants=None, instances=None, report_mode="none",
-                    report_dir=Path(config.rootpath) / "reports", token_budget=128000, episode_timeout=600.0)
+    """For a conftest or plugin that takes one of the prefixed names (the short ones are only added where free)."""
+    return (f"{name} is defined both by pytest-agentfloor and by a conftest.py or another plugin; rename your "
+            "option, or disable the plugin where you do not want it with -p no:agentfloor (or addopts = "
+            "-p no:agentfloor in your ini file)")
 
 
 def _opt(config: pytest.Config, name: str) -> Any:
     value = config.getoption(name)
-    return config.getini(name) if value is None else value
+    return ini_value(config, name) if value is None else value
+
+
+def ini_value(config: pytest.Config, name: str) -> Any:
+    """``config.getini(name)``, also for a native TOML value (pytest 9's ``[tool.pytest]`` table).
+
+    pytest 9 reads that table strictly by the registered type, and pytest 8 knows no int or float
+    ini type, so ``agentfloor_runs = 2`` (or ``agentfloor_resume = "true"``) is read here from
+    the file and converted to what the setting takes.
+    """
+    try:
+        return config.getini(name)
+    except TypeError:  # pytest 9.0, 9.1
+        pass
+    except pytest.UsageError as exc:  # pytest >= 9.2 raises the same TypeError as a usage error
+        if not isinstance(exc.__cause__, TypeError):
+            raise
+    raw = _native_ini(config, name)
+    kind, _ = _INI.get(name, ("string", ""))
+    where = ini_label(config, name)
+    if kind == "string" and isinstance(raw, (bool, int, float, str)):
+        return ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
+    if kind == "string" and isinstance(raw, list) and all(isinstance(x, (str, int, float)) for x in raw):
+        return ",".join(map(str, raw))  # agentfloor_variants = ["v0", "v2"]
+    if kind in ("args", "paths") and isinstance(raw, (str, list)):
+        import shlex
+
+        items = shlex.split(raw) if isinstance(raw, str) else [str(x) for x in raw]
+        if kind == "paths":
+            base = Path(config.inipath).parent if config.inipath else Path(config.invocation_params.dir)
+            return [base / x for x in items]
+        return items
+    if kind == "bool" and isinstance(raw, (str, int)):
+        text = str(raw).strip().lower()
+        if text in ("1", "true", "yes", "on", "y", "t"):
+            return True
+        if text in ("0", "false", "no", "off", "n", "f"):
+            return False
+        raise pytest.UsageError(f"{where}: expected true or false, got {raw!r}")
+    raise pytest.UsageError(f"{where}: expected {_KIND_TEXT.get(kind, kind)}, got {type(raw).__name__} {raw!r}")
+
+
+_KIND_TEXT = {"string": "a string or a number", "args": "a list of strings", "paths": "a list of paths",
+              "bool": "true or false"}
+
+
+def _native_ini(config: pytest.Config, name: str) -> Any:
+    """The value of `name` as written in the config file's native TOML table."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    data = tomllib.loads(Path(config.inipath).read_text(encoding="utf-8")) if config.inipath else {}
+    table = data.get("tool", {}).get("pytest", {}) if Path(str(config.inipath)).name == "pyproject.toml" \
+        else data.get("pytest", data)
+    return table.get(name)
+
+
+def ini_label(config: pytest.Config, name: str) -> str:
+    """How to name an ini setting in an error: its key and the file it came from (or the -o that set it)."""
+    for override in config.getoption("override_ini", None) or []:
+        if override.split("=", 1)[0].strip() == name:
+            return f"-o {name}"
+    return f"ini setting {name} in {config.inipath}" if config.inipath else f"ini setting {name}"
+
+
+def from_ini(config: pytest.Config, name: str) -> bool:
+    """Whether the value of option `name` comes from the config file (or -o), not the command line or default."""
+    if config.getoption(name, None) is not None or name not in _INI:
+        return False
+    try:
+        return ini_value(config, name) != _INI[name][1]
+    except pytest.UsageError:
+        return True
+
+
+def name_the_source(config: pytest.Config, exc: pytest.UsageError) -> pytest.UsageError:
+    """An error about an option whose value came from the config file names the ini key and the file."""
+    flag = str(exc).split(":", 1)[0].strip()
+    ini = _FLAG_INI.get(flag)
+    if ini is None or not from_ini(config, ini):
+        return exc
+    return pytest.UsageError(ini_label(config, ini) + str(exc)[len(flag):])
 
 
 def _int_opt(config: pytest.Config, name: str, flag: str, minimum: int = 1, maximum: int | None = None) -> int:
@@ -507,8 +663,23 @@ def check_selection(config: pytest.Config, variants: set[str] | None, instances:
 
 
 def read_settings(config: pytest.Config) -> Settings:
+    """Every option and ini setting, checked; an error names the option, or the ini key and its file."""
+    try:
+        return _read_settings(config)
+    except pytest.UsageError as exc:
+        raise name_the_source(config, exc) from None
+
+
+def _read_settings(config: pytest.Config) -> Settings:
+    from .config import ConfigError, load_models
+
     rootdir = Path(config.rootpath)
-    models_file = rootdir / str(_opt(config, "agentfloor_models_file"))
+    raw_models_file = str(_opt(config, "agentfloor_models_file"))
+    models_file = rootdir / raw_models_file
+    named = config.getoption("agentfloor_models_file") is not None or from_ini(config, "agentfloor_models_file")
+    if named and not models_file.is_file():
+        raise pytest.UsageError(f"--agentfloor-models-file: {raw_models_file}: no such file (paths are relative to "
+                                f"the rootdir, {rootdir})")
     try:
         models = load_models(models_file if models_file.exists() else None)
     except ConfigError as exc:
@@ -534,18 +705,19 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"--agentfloor-reference: {reference!r} is not among the selected models ({', '.join(names)}); "
                                 "add it with --model")
     margin = _float_opt(config, "agentfloor_margin", "--agentfloor-margin", 0.0, 100.0, "percentage points")
-    try:
+    raw_weights = str(_opt(config, "agentfloor_callsite_weights") or "")
+    callsite_weights = None
+    if raw_weights.strip():  # callsite.stats loads scipy: only when weights are given
         from .callsite.stats import parse_weights
 
-        callsite_weights = parse_weights(str(_opt(config, "agentfloor_callsite_weights") or ""))
-    except ValueError as exc:
-        raise pytest.UsageError(f"--callsite-weights: {exc}") from None
+        try:
+            callsite_weights = parse_weights(raw_weights)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--callsite-weights: {exc}") from None
     callsite_parser = str(_opt(config, "agentfloor_callsite_parser") or "").strip() or None
     if callsite_parser is not None and callsite_parser not in ("deployed", "strict"):
         raise pytest.UsageError(f"--agentfloor-callsite-parser: expected deployed or strict, got {callsite_parser!r}")
-    from .callsite.stats import VERDICTS
-
-    callsite_verdict = _choice(config, "agentfloor_callsite_verdict", "--agentfloor-callsite-verdict", VERDICTS)
+    callsite_verdict = _choice(config, "agentfloor_callsite_verdict", "--agentfloor-callsite-verdict", CALLSITE_VERDICTS)
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
     decision_bound = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
@@ -669,6 +841,8 @@ def _encoding(config: pytest.Config) -> str | None:
 
 def _protocol(config: pytest.Config) -> Protocol:
     """--protocol with the session's overrides: step-budget scale, token budget, infra handling."""
+    from .protocol import PROTOCOLS, resolve_protocol
+
     name = str(_opt(config, "agentfloor_protocol")).strip()
     raw_scale = str(_opt(config, "agentfloor_step_budget_scale")).strip() or "1"
     try:

@@ -64,10 +64,14 @@ class Recorder:
 
 
 def recorded() -> Recorder:
-    from .options import add_options
+    from .options import PREFIX, SHORT, add_options
 
     rec = Recorder()
     add_options(rec)  # type: ignore[arg-type]
+    for opt in rec.options:  # the short spelling pytest adds where no plugin or conftest took it
+        alias = "--" + opt.names[0].removeprefix(PREFIX)
+        if opt.names[0].startswith(PREFIX) and alias in SHORT and alias not in opt.names:
+            opt.names = (*opt.names, alias)
     return rec
 
 

@@ -9,31 +9,25 @@ Outside benchmark runs (scope.py) the plugin only registers its options, markers
 from __future__ import annotations
 
 import argparse
-import gc
+import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
-from . import hookspec, prefetch
-from .config import ModelConfig
-from .grading import grade
-from .kinds import KindPluginError, all_kinds
-from .items import CaseFile, CaseItem, ContextLimitReached, InfrastructureError, play, records_key, save_record, \
-    setup_time_adjust_key
-from .junit import JUnitNames
-from .options import add_options, conflict_message, fallback_settings, foreign_option_names, gate_spec, \
-    own_option_names, read_settings, settings_key
-from .providers.base import Provider
-from .render import safe_text
-from .results import build_record, compact
-from .nodeids import split_nodeid
+from . import hookspec
+from .options import TIERS, add_options, add_free_aliases, conflict_message, foreign_option_names, \
+    own_option_names, settings_key, taken_aliases
 from .scope import case_paths, is_benchmark_run, is_case_file, targets_cases
-from .session import AgentFloorSession
-from .suite.loader import load_case, resolve
-from .suite.schema import TIERS
 
-session_key = pytest.StashKey[AgentFloorSession]()
+if TYPE_CHECKING:  # every pytest run of the environment imports this module: the rest loads on use
+    from .config import ModelConfig
+    from .options import Settings
+    from .providers.base import Provider
+    from .session import AgentFloorSession
+
+session_key = pytest.StashKey["AgentFloorSession"]()
+_taken_key = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,21 +36,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> Iterator[None]:
-    """A conftest that defines one of the plugin's options gets a usage error saying what to do.
-
-    pytest >= 9.2 raises argparse's conflict while the conftest adds its option; pytest 8 only
-    when it builds the parser later, so there the names are compared here first.
+    """The short spellings (--model, --variants, ...) are added once every plugin and initial conftest
+    has added its own options, and only where free: a conftest's own --model keeps working, and the
+    plugin answers to --agentfloor-model there. A conftest that takes an --agentfloor-* name gets a
+    usage error saying what to do (pytest >= 9 raises argparse's conflict while the conftest adds it;
+    pytest 8 only when it builds the parser later, so there the names are compared here first).
     """
     try:
         result = yield
-    except argparse.ArgumentError as exc:
-        taken = [n for n in own_option_names(parser) if n in str(exc)]
+    except (argparse.ArgumentError, ValueError) as exc:  # pytest >= 9.2 checks a shared dest first (ValueError)
+        taken = [n for n in own_option_names(parser) if re.search(re.escape(n) + r"\b(?!-)", str(exc))]
         if not taken:
             raise
         raise pytest.UsageError(conflict_message(taken[0])) from None
     taken = sorted(own_option_names(parser) & foreign_option_names(parser))
     if taken:
         raise pytest.UsageError(conflict_message(taken[0]))
+    early_config.stash[_taken_key] = taken_aliases(parser)
+    add_free_aliases(parser)
     return result
 
 
@@ -64,38 +61,55 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
+def _settings(config: pytest.Config) -> "Settings | None":
+    """This process's settings: set in benchmark runs, or once a test asks for an agentfloor fixture."""
+    return config.stash.get(settings_key, None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    """Outside a benchmark run only markers are registered: nothing is read, written or printed."""
     config.addinivalue_line("markers", "agentfloor: an AgentFloor benchmark episode")
     for tier in TIERS:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
-    try:
-        kinds = all_kinds()
-    except KindPluginError as exc:  # a broken third-party kind names itself, in one line
-        raise pytest.UsageError(str(exc)) from None
-    for kind in kinds:
-        for name, text in kind.markers.items():
-            config.addinivalue_line("markers", f"{name}: {text}")
     active = is_benchmark_run(config)
+    if active or config.option.markers:
+        from .kinds import KindPluginError, all_kinds
+
+        try:
+            kinds = all_kinds()
+        except KindPluginError as exc:  # a broken third-party kind names itself, in one line
+            raise pytest.UsageError(str(exc)) from None
+        for kind in kinds:
+            for name, text in kind.markers.items():
+                config.addinivalue_line("markers", f"{name}: {text}")
+    if active:
+        _activate(config, active=True)
+
+
+def _activate(config: pytest.Config, active: bool) -> "Settings":
+    """Read the settings and register what a run with the plugin's items or fixtures needs."""
+    from .options import read_settings
+
     try:
         settings = read_settings(config)
     except pytest.UsageError as exc:
         # a usage error quotes what the user typed (a --model value, a directory name): never raw ESC/RLO
-        message = safe_text(str(exc))
-        if active:
-            raise pytest.UsageError(message) from None
-        # not a benchmark run: an unrelated models.toml or ini value must not break the user's tests
-        settings = fallback_settings(config)
-        settings.error = message
+        from .render import safe_text
+
+        raise pytest.UsageError(safe_text(str(exc))) from None
     settings.active = active
     config.stash[settings_key] = settings
-    if active and not settings.error:
-        check_nodeid_args(config, settings)
     if active and not hasattr(config, "workerinput"):
+        check_nodeid_args(config, settings)
+        from .options import gate_spec
+
         settings.gate = gate_spec(config)
         if settings.plan:  # collect only: no report dir, no probe, no model server, no xdist workers
             config.option.collectonly = True
+        from .junit import JUnitNames
+
         config.pluginmanager.register(JUnitNames(config), "agentfloor-junit")
-    if targets_cases(config):
+    if active and targets_cases(config):
         # a broken case file is reported as a collection error, but must not stop a sweep
         config.option.continue_on_collection_errors = True
     from .grading import defaults
@@ -112,22 +126,43 @@ def pytest_configure(config: pytest.Config) -> None:
             from .local.session import apply_worker_urls
 
             apply_worker_urls(config.workerinput)
-    else:
+    elif active:
+        from .progress import install
+        from .session import AgentFloorSession
+
         session = AgentFloorSession(config, settings)
         config.stash[session_key] = session
         config.pluginmanager.register(session, "agentfloor-session")
-        from .progress import install
-
         install(config, settings.progress, settings.progress_interval)
+    return settings
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """A benchmark run in a project whose conftest owns --model, given --model: say which option is ours."""
+    taken = [a for a in config.stash.get(_taken_key, []) if _typed(config, a)]
+    if _settings(config) is None or not _settings(config).active or not taken:  # type: ignore[union-attr]
+        return None
+    from .options import PREFIX
+
+    return [f"agentfloor: {', '.join(taken)} belong{'s' if len(taken) == 1 else ''} to this project's conftest.py "
+            f"or another plugin here; pytest-agentfloor's spelling is "
+            f"{', '.join(PREFIX + a.removeprefix('--') for a in taken)}"]
+
+
+def _typed(config: pytest.Config, name: str) -> bool:
+    return any(str(a) == name or str(a).startswith(name + "=") for a in config.invocation_params.args)
 
 
 def check_nodeid_args(config: pytest.Config, settings: Any) -> None:
     """A node id naming a model that is not selected would be 'not found'; say which option selects it."""
+    from .nodeids import split_nodeid
+
     selected = {m.name for m in settings.selected}
     for arg in config.args:
         path, _, model = split_nodeid(str(arg))
         if "::" in str(arg) and path.endswith(".toml") and model and model not in selected:
-            hint = f"add --model {model}" if model in settings.models else \
+            flag = "--agentfloor-model" if "--model" in config.stash.get(_taken_key, []) else "--model"
+            hint = f"add {flag} {model}" if model in settings.models else \
                 f"model {model!r} is not configured in {config.getini('agentfloor_models_file')} either"
             raise pytest.UsageError(f"{arg}: this node id is an item of model {model!r}, which is not selected "
                                     f"(selected: {', '.join(sorted(selected)) or 'none'}); {hint}")
@@ -149,7 +184,7 @@ def judge_cache_notes(settings: Any) -> list[str]:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """An empty benchmark run says which selection left nothing, instead of a bare 'no tests ran'."""
-    settings = config.stash.get(settings_key, None)
+    settings = _settings(config)
     if settings is None or not settings.active or hasattr(config, "workerinput"):
         return
     for note in judge_cache_notes(settings):
@@ -166,7 +201,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    settings = config.stash.get(settings_key, None)
+    settings = _settings(config)
     if settings is None:
         return
     for provider in settings.providers.values():
@@ -186,14 +221,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         stop_local_servers(settings.local_servers)
 
 
-
 # -- collection ---------------------------------------------------------------------------
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Only *.toml files under the configured case paths, or named on the command line, are cases."""
-    if file_path.suffix == ".toml" and is_case_file(parent.config, file_path):
-        return CaseFile.from_parent(parent, path=file_path)
-    return None
+    """Only case files (by content) under the configured case paths, or named on the command line, and
+    only in a benchmark run."""
+    if file_path.suffix != ".toml":
+        return None
+    settings = _settings(parent.config)
+    if settings is None or not settings.active or not is_case_file(parent.config, file_path):
+        return None
+    from .items import CaseFile
 
+    return CaseFile.from_parent(parent, path=file_path)
 
 
 @pytest.hookimpl(trylast=True)
@@ -203,7 +242,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     Thousands of items stay alive for the whole session; without this every full collection
     re-scans them, and GC time grows with the number of items.
     """
-    if session.config.stash[settings_key].active and any(isinstance(i, CaseItem) for i in session.items):
+    settings = _settings(session.config)
+    if settings is None or not settings.active:
+        return
+    from .items import CaseItem
+
+    if any(isinstance(i, CaseItem) for i in session.items):
+        import gc
+
         gc.collect()
         gc.freeze()
 
@@ -216,7 +262,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Last, after -k, -m and every other plugin's deselection: an item they drop is not resumed (its
     earlier record is not carried into this session) and counts as deselected, as pytest counts it.
     """
-    settings = config.stash[settings_key]
+    settings = _settings(config)
+    if settings is None:
+        return
+    from .items import CaseItem
+
     if settings.probes and not settings.run_non_capable:
         from .probe import gate
 
@@ -254,7 +304,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Hand the resume index to xdist workers, so every worker deselects the same items."""
-    settings = node.config.stash[settings_key]
+    settings = _settings(node.config)
+    if settings is None:
+        return
     node.workerinput["agentfloor_resume"] = sorted(settings.resume_keys)
     node.workerinput["agentfloor_probe"] = {k: list(v) for k, v in settings.probes.items()}
     node.workerinput["agentfloor_pool_out"] = settings.pool_out
@@ -269,6 +321,10 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """--dist load with --agentfloor-concurrency: keep each worker's queue as deep as its look-ahead."""
+    if _settings(config) is None:
+        return None
+    from . import prefetch
+
     return prefetch.make_scheduler(config, log)
 
 
@@ -282,8 +338,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """--max-cost: once this session's records cost the cap, every remaining item is skipped."""
-    settings = item.config.stash[settings_key]
-    if settings.max_cost is not None and isinstance(item, CaseItem):
+    settings = _settings(item.config)
+    if settings is not None and settings.max_cost is not None and getattr(item, "agentfloor_case", False):
         spent = settings.spent()
         if spent >= settings.max_cost:
             from .plan import max_cost_reason
@@ -292,12 +348,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    prefetch.start(session, session.config.stash[settings_key].concurrency)
+    settings = _settings(session.config)
+    if settings is not None and settings.concurrency > 1:
+        from . import prefetch
+
+        prefetch.start(session, settings.concurrency)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """With --concurrency, upcoming items' episodes play in threads; items still report in order."""
+    if _settings(item.config) is None:
+        return (yield)
+    from . import prefetch
+
+    if prefetch.prefetcher_key not in item.config.stash:
+        return (yield)
     prefetch.before_item(item)
     try:
         return (yield)
@@ -307,7 +373,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    prefetch.finish(session.config)
+    if _settings(session.config) is not None:
+        from . import prefetch
+
+        prefetch.finish(session.config)
 
 
 class _Crash:
@@ -319,8 +388,8 @@ class Headline:
     """An item's failure text whose first line pytest 8 also puts into the short summary.
 
     pytest 9 reads a plain-string longrepr for ``FAILED node - headline``; pytest 8 only reads
-    ``longrepr.reprcrash.message``. Rendered, it is the text itself. (Under xdist a report travels
-    as its string, so pytest 8 controllers show the node id alone there.)
+    ``longrepr.reprcrash.message``; JUnit XML's ``message`` is that first line too. Rendered, it is
+    the text itself. (Under xdist a report travels as its string; the controller wraps it again.)
     """
 
     def __init__(self, text: str):
@@ -335,6 +404,14 @@ class Headline:
         return self.text
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Under xdist a failure's text arrives as a plain string: make it a Headline again on the controller,
+    before JUnit XML (its ``message`` is the first line) and the short summary (pytest 8) read it."""
+    if isinstance(report.longrepr, str) and getattr(report, "agentfloor_measured", False):
+        report.longrepr = Headline(report.longrepr)  # type: ignore[assignment]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Put the records this phase made on its report: TestReport keeps extra attributes through xdist.
@@ -343,7 +420,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     repr_failure only for the call phase, so CaseItem.repr_failure never sees them.
     """
     report = yield
-    if isinstance(item, CaseItem):
+    if _settings(item.config) is None:
+        return report
+    from .items import ContextLimitReached, InfrastructureError, records_key, setup_time_adjust_key
+
+    if getattr(item, "agentfloor_case", False):
         report.agentfloor_measured = True  # type: ignore[attr-defined]
         if call.when == "setup":  # its episode's time, not its wait for it (JUnit time, --durations)
             report.duration = max(0.0, report.duration + item.stash.get(setup_time_adjust_key, 0.0))
@@ -353,35 +434,41 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.longrepr = Headline(report.longrepr)
     made = item.stash.get(records_key, None)
     if made:
+        from .results import compact
+
         report.agentfloor_records = [compact(r) for r in made]  # type: ignore[attr-defined]
         made.clear()
     return report
 
 
 # -- fixtures for users' own tests ----------------------------------------------------------
+def fixture_settings(config: pytest.Config) -> "Settings":
+    """The settings a test using the plugin's fixtures needs, read on first use outside a benchmark run
+    (a bad models.toml or option is then a usage error of that test's run)."""
+    settings = _settings(config)
+    return settings if settings is not None else _activate(config, active=False)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "agentfloor_model" in metafunc.fixturenames:
-        settings = metafunc.config.stash[settings_key]
-        if settings.error:
-            raise pytest.UsageError(settings.error)
-        selected = settings.selected
+        selected = fixture_settings(metafunc.config).selected
         metafunc.parametrize("agentfloor_model", selected, ids=[m.name for m in selected], indirect=True)
 
 
 @pytest.fixture
-def agentfloor_model(request: pytest.FixtureRequest) -> ModelConfig:
+def agentfloor_model(request: pytest.FixtureRequest) -> "ModelConfig":
     """The model configuration under test (one test per selected --model)."""
     return request.param
 
 
 @pytest.fixture
-def agentfloor_provider(request: pytest.FixtureRequest, agentfloor_model: ModelConfig) -> Provider:
+def agentfloor_provider(request: pytest.FixtureRequest, agentfloor_model: "ModelConfig") -> "Provider":
     """A provider for the model under test, shared within this process."""
-    return request.config.stash[settings_key].provider(agentfloor_model)
+    return fixture_settings(request.config).provider(agentfloor_model)
 
 
 @pytest.fixture
-def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelConfig, agentfloor_provider: Provider):
+def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: "ModelConfig", agentfloor_provider: "Provider"):
     """Run a case file's episode with the model under test: `agentfloor_episode(path, "v0", "i0")`.
 
     Returns (trajectory, grade), graded with the same hooks as the benchmark items. With
@@ -389,9 +476,13 @@ def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelCo
     exactly like a benchmark item's (and, as there, `run` numbers repeated runs).
     The same --agentfloor-judge decides the semantic checks; a judge that fails raises InfrastructureError.
     """
+    from .grading import grade
+    from .items import InfrastructureError, play, save_record
     from .judge.assess import assess
+    from .results import build_record
+    from .suite.loader import load_case, resolve
 
-    settings = request.config.stash[settings_key]
+    settings = fixture_settings(request.config)
 
     def run(path: str | Path, variant: str = "v0", instance: str = "i0", *, record: bool = False,
             run: int = 0) -> tuple[Any, Any]:
@@ -408,5 +499,3 @@ def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: ModelCo
         return traj, result
 
     return run
-
-

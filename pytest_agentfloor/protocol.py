@@ -59,8 +59,15 @@ class Protocol:
         return Limits(turns=turns, calls=calls, tokens=self.token_budget)
 
     def params(self) -> dict[str, Any]:
-        """Every parameter, for run records, report headers and the resume fingerprint."""
-        return dataclasses.asdict(self)
+        """Every parameter, for run records, report headers and the resume fingerprint.
+
+        Computed once (asdict walks every field; a record is built per item) and copied per call.
+        """
+        cached = self.__dict__.get("_params")
+        if cached is None:
+            cached = dataclasses.asdict(self)
+            object.__setattr__(self, "_params", cached)  # frozen: not a field, so eq/hash/replace ignore it
+        return dict(cached)
 
     def describe(self) -> str:
         """One line for report headers."""

@@ -4,7 +4,7 @@
       sessions/<session id>/   runs.jsonl, session.json, probe.json, summary.json, tcr.csv, report.*
       latest -> sessions/<id>  the most recent session (symlink)
       runs.jsonl, summary.json, report.html, ...   the published session (see :func:`publish`)
-      .agentfloor.lock         held (flock) by the session that is running
+      .agentfloor.lock         held (locking.py) by the session that is running; .agentfloor.holder names it
 
 A session writes only inside its own directory while it runs, so nothing live is ever moved or
 overwritten. At the end its files are *published* to the top level as one set (every published
@@ -15,7 +15,6 @@ own directory, and ``latest`` points at it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -27,6 +26,7 @@ from typing import Any
 SESSIONS = "sessions"
 LATEST = "latest"
 LOCK = ".agentfloor.lock"
+HOLDER = ".agentfloor.holder"
 SESSION_FILE = "session.json"
 #: the files one session leaves behind; the top level holds one session's set of them
 PUBLISHED: tuple[str, ...] = ("runs.jsonl", SESSION_FILE, "probe.json", "summary.json", "tcr.csv", "report.md",
@@ -48,38 +48,47 @@ def session_dir(report_dir: Path, session_id: str) -> Path:
 
 
 class ReportDirLock:
-    """An exclusive flock on ``<report dir>/.agentfloor.lock`` for the whole session.
+    """An exclusive lock on ``<report dir>/.agentfloor.lock`` for the whole session (filelock).
 
-    flock locks belong to the open file, so a second session conflicts even in the same process
-    (pytester). The file is never deleted (deleting a lock file races with its next taker); it
-    holds the current holder's session id and pid for the error message.
+    A second session conflicts even in the same process (pytester): each lock object opens the
+    file for itself. Neither file is deleted (deleting a lock file races with its next taker);
+    ``.agentfloor.holder`` names the current holder's session id and pid for the error message
+    (a separate file: a lock file is opened, and emptied, by every taker that tries it).
     """
 
     def __init__(self, report_dir: Path, session_id: str):
         self.path = Path(report_dir) / LOCK
+        self.holder = Path(report_dir) / HOLDER
         self.session_id = session_id
-        self._fd: int | None = None
+        self._lock: Any = None
 
     def acquire(self) -> None:
+        from filelock import Timeout
+
+        from .locking import held_lock
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        lock = held_lock(self.path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another session"
-            os.close(fd)
+            lock.acquire(timeout=0)
+        except Timeout:
+            try:
+                holder = self.holder.read_text(errors="replace").strip()
+            except OSError:
+                holder = ""
             raise ReportDirBusy(
-                f"report dir {self.path.parent} is in use by {holder}; wait for it to finish, or give this "
-                "run its own directory with --agentfloor-report-dir DIR") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"session {self.session_id} (pid {os.getpid()})\n".encode(), 0)
-        self._fd = fd
+                f"report dir {self.path.parent} is in use by {holder or 'another session'}; wait for it to finish, "
+                "or give this run its own directory with --agentfloor-report-dir DIR") from None
+        self._lock = lock
+        try:
+            self.holder.write_text(f"session {self.session_id} (pid {os.getpid()})\n")
+        except OSError:
+            pass  # the message then says "another session"
 
     def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def read_session(directory: Path) -> dict[str, Any] | None:

@@ -6,11 +6,10 @@ lock, so xdist workers never interleave and a reader never sees half a record as
 
 from __future__ import annotations
 
-import fcntl
-import threading
 import json
 import math
 import os
+import threading
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -180,6 +179,11 @@ def cap_text(value: Any, limit: int = MAX_TEXT_BYTES) -> tuple[Any, dict[str, in
     visible marker, and (in `capped`) where it cut and how large the text was.
     """
     capped: dict[str, int] = {}
+    try:  # the usual record: its whole JSON (ASCII-escaped: never fewer bytes than a text's UTF-8) fits
+        if len(json.dumps(value, default=str)) <= limit:
+            return value, capped
+    except (TypeError, ValueError, RecursionError):
+        pass
 
     def walk(node: Any, path: str) -> Any:
         if isinstance(node, str):
@@ -226,12 +230,16 @@ def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 class RunLog:
-    """Appends records to a JSONL file; one O_APPEND write per record, under flock."""
+    """Appends records to a JSONL file; one O_APPEND write per record, under a cross-process lock.
+
+    The lock (locking.AppendLock) excludes other processes; episode threads (--concurrency)
+    share this descriptor, so a threading.Lock orders them first.
+    """
 
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
-        # flock excludes other processes only; episode threads (--concurrency) share this fd
+        self._lock: Any = None
         self._thread_lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> None:
@@ -245,25 +253,29 @@ class RunLog:
 
     def _append(self, line: bytes) -> None:
         if self._fd is None:
+            from .locking import AppendLock
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
+            # O_BINARY: Windows would otherwise write every newline as CRLF
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+            self._lock = AppendLock(self.path, self._fd)
+        with self._lock:
             # a writer killed mid-write (this session's earlier one, or another xdist worker) leaves a
             # torn last line: start a new line, never extend it (one fstat and a 1-byte read per append)
             size = os.fstat(self._fd).st_size
-            if size and os.pread(self._fd, 1, size - 1) != b"\n":
-                line = b"\n" + line
+            if size:
+                os.lseek(self._fd, size - 1, os.SEEK_SET)  # reads only: O_APPEND writes go to the end anyway
+                if os.read(self._fd, 1) != b"\n":
+                    line = b"\n" + line
             view = memoryview(line)
             while view:
                 view = view[os.write(self._fd, view):]
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            self._lock = None
 
 
 #: bad lines named one by one before the reader only counts them

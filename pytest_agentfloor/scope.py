@@ -1,12 +1,16 @@
 """What the plugin may touch in a pytest run: which files are cases, and whether this is a benchmark run.
 
 The plugin is loaded into every pytest run of a project that installs it. It stays inert (no
-probe, no network, no report files, no usage errors, no case collection) unless the run is a
-benchmark run: a model option is given on the command line, or the arguments reach case files.
-Case files are the files shaped as cases (kinds.is_case_file: ``tier_*/ID.toml``, or a
-``callsite/*.toml`` table declaring its kind) under the configured case paths (ini
-``agentfloor_case_paths``, default ``cases/`` at the rootdir), or named on the command line
-itself; no other TOML file is opened.
+probe, no network, no report files, no usage errors, no case collection, no extra output) unless
+the run is a benchmark run: a model option is given on the command line, or the arguments reach
+case files. A case file is recognised by its content, never by its folder's name
+(:func:`shaped_as_case`): it declares a case kind (``kind = "callsite"``, ``"pressure"``,
+``"episode"``) or carries the ladder schema's keys (a top-level ``id`` and ``tier``). Only TOML
+files under the configured case paths (ini ``agentfloor_case_paths``, default ``cases/`` at the
+rootdir), or named on the command line, are looked at; a ``cases/`` folder of anything else
+leaves the run alone. Once a run is a benchmark run, a TOML file beside ladder cases that declares
+no kind is collected as well (a ladder case may omit its kind line), so that an empty or broken
+case is reported rather than skipped. This module imports nothing heavy: it runs in every pytest run.
 """
 
 from __future__ import annotations
@@ -15,14 +19,19 @@ from pathlib import Path
 
 import pytest
 
+from .casefiles import _declared_kind, shaped_as_case
+
 _paths_key = pytest.StashKey[list[Path]]()
 _explicit_key = pytest.StashKey[set[Path]]()
-
+_targets_key = pytest.StashKey[bool]()
+_beside_key = pytest.StashKey[dict]()
 
 def case_paths(config: pytest.Config) -> list[Path]:
     """The configured case directories, absolute."""
     if _paths_key not in config.stash:
-        configured = [Path(p).resolve() for p in config.getini("agentfloor_case_paths")]
+        from .options import ini_value
+
+        configured = [Path(p).resolve() for p in ini_value(config, "agentfloor_case_paths")]
         config.stash[_paths_key] = configured or [Path(config.rootpath, "cases").resolve()]
     return config.stash[_paths_key]
 
@@ -33,12 +42,10 @@ def _arg_paths(config: pytest.Config) -> list[Path]:
 
 
 def explicit_case_files(config: pytest.Config) -> set[Path]:
-    """Case-shaped files named on the command line: naming one makes it a case wherever it is."""
+    """Case files named on the command line: naming one makes it a case wherever it is."""
     if _explicit_key not in config.stash:
-        from .kinds import is_case_file as shaped
-
         config.stash[_explicit_key] = {p for p in _arg_paths(config) if p.suffix == ".toml" and p.is_file()
-                                       and shaped(p)}
+                                       and shaped_as_case(p)}
     return config.stash[_explicit_key]
 
 
@@ -50,19 +57,50 @@ def is_case_file(config: pytest.Config, path: Path) -> bool:
         return True
     if not any(path.is_relative_to(root) for root in case_paths(config)):
         return False
-    from .kinds import is_case_file as shaped
+    if shaped_as_case(path):
+        return True
+    # collected only in a benchmark run: a ladder case may omit its kind line, so a file beside ladder
+    # cases that declares no kind (an empty or half-written case, binary garbage) is taken for one
+    # and reported, not skipped; call-site and pressure tables always declare theirs
+    return _declared_kind(path) is None and _beside_ladder_cases(config, path.parent)
 
-    return shaped(path)
+
+def _beside_ladder_cases(config: pytest.Config, directory: Path) -> bool:
+    seen = config.stash.setdefault(_beside_key, {})
+    if directory not in seen:
+        seen[directory] = any(shaped_as_case(p) and _declared_kind(p) in (None, "episode")
+                              for p in directory.glob("*.toml") if p.is_file())
+    return seen[directory]
+
+
+def holds_case(directory: Path) -> bool:
+    """Whether any TOML file under `directory` is a case file (stops at the first)."""
+    try:
+        return any(shaped_as_case(p) for p in directory.rglob("*.toml") if p.is_file())
+    except OSError:
+        return False
 
 
 def targets_cases(config: pytest.Config) -> bool:
-    """Whether the arguments reach case files: a case file, a case directory, or a directory holding one."""
+    """Whether the arguments reach a case file: a case file itself, or a directory that holds one
+    under a case path (a case path inside it, or it inside a case path)."""
+    if _targets_key not in config.stash:
+        config.stash[_targets_key] = _targets_cases(config)
+    return config.stash[_targets_key]
+
+
+def _targets_cases(config: pytest.Config) -> bool:
     roots = [r for r in case_paths(config) if r.is_dir()]
     for p in _arg_paths(config):
         if p in explicit_case_files(config):
             return True
-        if p.is_dir() and any(p.is_relative_to(r) or r.is_relative_to(p) for r in roots):
-            return True
+        if not p.is_dir():
+            continue
+        for r in roots:
+            if r.is_relative_to(p) and holds_case(r):
+                return True
+            if p.is_relative_to(r) and holds_case(p):
+                return True
     return False
 
 

@@ -183,7 +183,8 @@ class AgentFloorSession:
                 self.problems += [f"WARNING model {model.name}: endpoint {line}; it is out of the pool, "
                                   "tried again after its cool-down" for line in dead]
             st.probes[model.name] = (result.classification, result.detail)
-            self.contexts[model.name] = context_window(provider)
+            if result.classification != "error":  # a probe that reached no server measured no context window
+                self.contexts[model.name] = context_window(provider)
         if st.probes:
             out = st.session_dir or st.report_dir
             out.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent / PKG
 #: A module's layer is the first pattern (fnmatch on the dotted name without the package) it matches.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("", "config", "context", "render", "matching", "nodeids", "runinfo", "reportdir", "shard",
-                    "hookspec", "junit", "progress", "kindspec", "trajectory", "report.format", "report.args")),
+                    "hookspec", "junit", "progress", "kindspec", "trajectory", "report.format", "report.args", "locking", "casefiles")),
     ("case data", ("suite", "suite.schema", "suite.predicates", "suite.loader", "suite.table", "protocol",
                    "sandbox", "sandbox.*", "kinds", "pressure", "pressure.cell", "pressure.catalogue",
                    "pressure.encoding", "pressure.menu", "pressure.family", "pressure.compiler", "callsite",
@@ -214,7 +214,7 @@ def test_no_module_imports_a_higher_layer() -> None:
 
 def test_the_kind_registry_imports_no_kind() -> None:
     """Kinds are plug-ins: the registry knows the kind protocol and how to read a TOML file, nothing else."""
-    assert {short(m) for m in GRAPH[f"{PKG}.kinds"]} <= {"kindspec", "suite", "suite.loader"}
+    assert {short(m) for m in GRAPH[f"{PKG}.kinds"]} <= {"casefiles", "kindspec", "suite", "suite.loader"}
 
 
 def test_the_report_primitives_import_no_writer() -> None:

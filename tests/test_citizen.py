@@ -141,17 +141,38 @@ def test_coexists_with_the_well_known_plugins_installed(bench: pytest.Pytester, 
     assert outcomes(result) == {"passed": 25}
 
 
-def test_a_conftest_defining_model_gets_a_usage_error_not_a_traceback(userproj: pytest.Pytester) -> None:
+def test_a_conftest_defining_model_keeps_it_and_the_plugin_answers_to_agentfloor_model(
+        userproj: pytest.Pytester) -> None:
+    """Issue 29: a short spelling is the plugin's only where free; the user's --model is the user's."""
     conftest = userproj.path / "conftest.py"
-    conftest.write_text(conftest.read_text().replace('    parser.addoption("--resume"',
-                                                     '    parser.addoption("--model")\n    parser.addoption("--resume"'))
+    conftest.write_text(conftest.read_text().replace(
+        '    parser.addoption("--resume"', '    parser.addoption("--model", default="bert")\n    parser.addoption("--resume"'))
+    conftest.write_text(conftest.read_text() + (
+        "\n\ndef pytest_report_header(config):\n    return [f'user model: {config.getoption(\"--model\")}']\n"))
+    result = userproj.runpytest_subprocess("-p", "no:cacheprovider", "--model", "gpt2")
+    assert outcomes(result) == {"passed": 6, "failed": 1, "skipped": 1, "xfailed": 1}
+    result.stdout.fnmatch_lines(["user model: gpt2"])
+    assert not [line for line in result.stdout.lines + result.stderr.lines if line.startswith("agentfloor")]
+    shutil.copytree(REPO / "cases" / "tier_A0", userproj.path / "cases" / "tier_A0")
+    bench = userproj.runpytest_subprocess("cases/tier_A0", "--agentfloor-model", "oracle", "--model", "gpt2",
+                                          "--variants", "v0", "-p", "no:cacheprovider")
+    assert outcomes(bench) == {"passed": 5}
+    bench.stdout.fnmatch_lines(["user model: gpt2"])
+    bench.stdout.fnmatch_lines(["agentfloor: --model belongs to this project's conftest.py or "
+                                "another plugin here; pytest-agentfloor's spelling is --agentfloor-model"])
+    quiet = userproj.runpytest_subprocess("cases/tier_A0", "--agentfloor-model", "oracle", "-p", "no:cacheprovider")
+    assert outcomes(quiet) == {"passed": 25} and "belongs to" not in quiet.stdout.str()
+
+
+def test_a_conftest_taking_a_prefixed_name_gets_a_usage_error_not_a_traceback(userproj: pytest.Pytester) -> None:
+    conftest = userproj.path / "conftest.py"
+    conftest.write_text(conftest.read_text().replace(
+        '    parser.addoption("--resume"', '    parser.addoption("--agentfloor-runs")\n    parser.addoption("--resume"'))
     result = userproj.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--model is defined both by pytest-agentfloor and by a conftest.py*--agentfloor-model*"
+    result.stderr.fnmatch_lines(["*--agentfloor-runs is defined both by pytest-agentfloor and by a conftest.py*"
                                  "-p no:agentfloor*"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
-    assert outcomes(userproj.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:agentfloor")) == {
-        "passed": 6, "failed": 1, "skipped": 1, "xfailed": 1}
 
 
 def test_help_shows_the_default_of_every_option(pytester: pytest.Pytester) -> None:

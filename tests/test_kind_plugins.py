@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentfloor import kinds
+from pytest_agentfloor import casefiles, kinds, scope
 from pytest_agentfloor.kindspec import CaseKind
 
 if sys.version_info >= (3, 11):
@@ -57,7 +57,7 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """The registry as in a new process (entry points not read yet), restored afterwards."""
     monkeypatch.setattr(kinds, "KINDS", {})
     monkeypatch.setattr(kinds, "_loaded", False)
-    monkeypatch.setattr(kinds, "_FOLDERS", None)
+    monkeypatch.setattr(casefiles, "_plugin_kinds", None)  # the kind names scope reads from the metadata
     monkeypatch.delitem(sys.modules, "wordcheck_kind", raising=False)  # each test installs its own copy
 
 
@@ -82,7 +82,7 @@ def test_an_install_without_the_group_still_finds_the_built_ins(fresh_registry: 
     assert not kinds.is_case_file(REPO / "cases" / "callsite" / "installations" / "site_a.toml")
 
 
-def test_a_third_party_kind_on_sys_path_is_registered_and_owns_its_folder(
+def test_a_third_party_kind_on_sys_path_is_registered_and_its_files_recognised_by_content(
         tmp_path: Path, fresh_registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(install_example(tmp_path / "site")))
     names = [k.name for k in kinds.all_kinds()]
@@ -92,7 +92,7 @@ def test_a_third_party_kind_on_sys_path_is_registered_and_owns_its_folder(
     (folder / "words.toml").write_text(WORDS)
     (folder / "notes.toml").write_text('title = "not a case: no kind declared"\n')
     assert kinds.is_case_file(folder / "words.toml") and not kinds.is_case_file(folder / "notes.toml")
-    assert kinds.holds_cases(tmp_path / "cases")
+    assert scope.holds_case(tmp_path / "cases")
     kind, entries = kinds.load_file(folder / "words.toml")
     assert kind.name == "wordcheck" and [e.id for e in entries] == ["capital-fr", "colour-sky"]
 

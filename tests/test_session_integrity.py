@@ -73,6 +73,7 @@ def test_a_dead_port_makes_the_models_items_errors_and_the_run_fail(bench: pytes
     result.stdout.fnmatch_lines([f"*model 'fake' not run: the probe at session start failed: endpoint error: "
                                  f"http://127.0.0.1:{port}/v1: connection refused*is the server running*"])
     assert "skipped" not in result.stdout.str().split("short test summary")[-1]
+    assert "context window" not in result.stdout.str()  # issue 29: nothing was measured at a dead port
     run = json.loads((bench.path / "reports" / "latest" / "session.json").read_text())
     assert not run["complete"] and any("endpoint failed the probe" in r for r in run["partial_reasons"])
 

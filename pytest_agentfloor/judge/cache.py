@@ -2,7 +2,7 @@
 
 It lives beside the per-session directories (``reports/judge-cache.jsonl``), so it persists
 across sessions. Every entry is one line written with a single O_APPEND write under an
-exclusive flock, as runs.jsonl is, so xdist workers share it safely; a reader only takes
+exclusive cross-process lock (locking.AppendLock), as runs.jsonl is, so xdist workers share it safely; a reader only takes
 lines that end in a newline, so a write in progress or a line torn by a crash is never read
 as an entry (a torn line is skipped and counted; the next write starts a fresh line). On a
 miss the reader first picks up what other processes appended since it last looked.
@@ -10,7 +10,6 @@ miss the reader first picks up what other processes appended since it last looke
 
 from __future__ import annotations
 
-import fcntl
 import json
 import re
 from pathlib import Path
@@ -87,12 +86,9 @@ class JudgeCache:
         except OSError as exc:  # a directory, no permission: no verdict can be read
             raise CacheError(f"judge cache {self.path}: cannot be read ({exc.strerror or exc})") from None
         with fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
-            try:
-                fh.seek(self._offset)
-                data = fh.read()
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            # no lock: every entry is one O_APPEND write, and only lines ending in a newline are taken
+            fh.seek(self._offset)
+            data = fh.read()
         end = data.rfind(b"\n")
         if end < 0:
             return

@@ -16,7 +16,6 @@ Cache: ``$AGENTFLOOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-agentfloor``, el
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib
 import importlib.util
@@ -178,13 +177,11 @@ def _mismatch(spec: ModelSpec, what: str, size: int, digest: str) -> ModelFileEr
 
 @contextlib.contextmanager
 def _locked(cache: Path) -> Iterator[None]:
+    from ..locking import held_lock
+
     cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with held_lock(cache / ".lock"):
+        yield
 
 
 def _assemble(spec: ModelSpec, parts: list[Path], target: Path) -> None:
