@@ -17,7 +17,7 @@ import pytest
 
 from .config import ConfigError, ModelConfig, load_models
 from .corpus import CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider
-from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, resolve_protocol
+from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, SUBMISSION_FEEDBACK, Protocol, resolve_protocol
 from .providers.base import Provider, make_provider
 from .results import RunLog
 from .suite.schema import TIERS
@@ -290,7 +290,12 @@ def add_options(parser: pytest.Parser) -> None:
         "deliver returned records to ladder cases as raw|compact|typed|linked (seed 002's D); empty = raw",
         default="", metavar="E")
     add("--step-budget-scale", "agentfloor_step_budget_scale",
-        "multiply every tier step budget (the paper's step-budget x2 ablation: 2)", default="1", metavar="X")
+        "multiply every tier step budget (the paper's step-budget x2 ablation: 2; under agentfloor, 2 gives "
+        "D and E the authors' 20 turns and a 4096-token completion cap)", default="1", metavar="X")
+    add("--submission-feedback", "agentfloor_submission_feedback",
+        "what a rejected submission tells the model under agentfloor: expected (the field and its expected "
+        "value, as the authors' harness) | field (only which field is wrong) | verdict (only that it was rejected)",
+        default="expected", metavar="LEVEL")
     add("--token-budget", "agentfloor_token_budget",
         "episode token budget; empty = the protocol's (tbb, legacy: 128000; agentfloor: none)",
         default="", shown="the protocol's", metavar="N")
@@ -644,9 +649,16 @@ def _protocol(config: pytest.Config) -> Protocol:
     tokens = None
     if str(_opt(config, "agentfloor_token_budget")).strip():
         tokens = _int_opt(config, "agentfloor_token_budget", "--token-budget", 1, MAX_TOKEN_BUDGET)
+    feedback = str(_opt(config, "agentfloor_submission_feedback") or "").strip() or "expected"
+    if feedback not in SUBMISSION_FEEDBACK:
+        raise pytest.UsageError(f"--agentfloor-submission-feedback: expected one of {', '.join(SUBMISSION_FEEDBACK)}, "
+                                f"got {feedback!r}")
+    base = PROTOCOLS.get(name)
     try:
         return resolve_protocol(name, step_budget_scale=scale, token_budget=tokens,
-                                infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")))
+                                infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")),
+                                submission_feedback=(feedback if base is not None and base.submission_feedback
+                                                     else None))
     except ValueError as exc:
         flag = "--step-budget-scale" if name in PROTOCOLS else "--agentfloor-protocol"
         raise pytest.UsageError(f"{flag}: {exc}") from None
