@@ -164,8 +164,9 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
              tiers: list[str] | None = None, floors: dict[str, float] | None = None,
              baseline_model: str | None = None, n_boot: int = 10_000, seed: int = 42,
              alpha: float = 0.05, decision: str = "two-sided", min_pairs: int | None = None,
-             partial: list[str] | None = None) -> GateResult:
-    """Gate ``candidate`` against ``baseline``; ``partial``: reasons the session knows it stopped early."""
+             partial: list[str] | None = None, allow_changed_cases: bool = False) -> GateResult:
+    """Gate ``candidate`` against ``baseline``; ``partial``: reasons the session knows it stopped early.
+    Runs of case versions other than the baseline's block the gate unless ``allow_changed_cases``."""
     floors = floors or {}
     # the gate certifies ladder tiers; call-site records (tier "callsite") are reported, not gated
     set_aside = sum(1 for r in candidate if r.get("tier") not in TIERS)
@@ -208,6 +209,13 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *,
     if cand_protocols != base_protocols:
         result.blockers.append(f"protocols differ: candidate ran {', '.join(cand_protocols)}, "
                                f"baseline {', '.join(base_protocols)}; re-run the baseline under the same protocol")
+    from .versions import changed_cases, describe, refusal
+
+    changed = changed_cases(candidate, base_all)
+    if changed and not allow_changed_cases:
+        result.blockers.append(refusal(changed))
+    elif changed:
+        result.notes.append(f"paired despite changed case versions: {describe(changed)}")
     for why in partial or []:
         result.blockers.append(f"partial run: {why}")
     missing = sorted(k for k, r in base.items() if r["tier"] in gated and k not in cand_any)

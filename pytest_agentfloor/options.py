@@ -161,6 +161,7 @@ class GateSpec:
     baseline_model: str | None
     min_pairs: int = 0
     decision: str = "two-sided"
+    allow_changed_cases: bool = False
 
 
 def gate_spec(config: pytest.Config) -> GateSpec | None:
@@ -197,7 +198,8 @@ def gate_spec(config: pytest.Config) -> GateSpec | None:
     min_pairs = _int_opt(config, "agentfloor_gate_min_pairs", "--gate-min-pairs", minimum=0)
     return GateSpec(path, margin, tiers or None, floors, baseline_model, min_pairs=min_pairs,
                     decision=_choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound",
-                                     DECISION_BOUNDS))
+                                     DECISION_BOUNDS),
+                    allow_changed_cases=bool(_opt(config, "agentfloor_allow_changed_cases")))
 
 
 
@@ -351,6 +353,8 @@ def add_options(parser: pytest.Parser) -> None:
         ("--record", "agentfloor_record", "store every model request and response in the report dir's cassettes"),
         ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
         ("--resume", "agentfloor_resume", "skip items already complete in runs.jsonl (same case and model config)"),
+        ("--agentfloor-allow-changed-cases", "agentfloor_allow_changed_cases",
+         "let the gate pair runs of case files that changed since the baseline (it names them either way)"),
         ("--infra-as-failure", "agentfloor_infra_as_failure", "count infrastructure errors as failures in TCR"),
         ("--no-probe", "agentfloor_no_probe", "do not send each model the tool-calling probe at session start"),
         ("--run-non-capable", "agentfloor_run_non_capable",

@@ -31,6 +31,7 @@ JUDGE_FIELDS: tuple[str, ...] = (
 OPTIONAL_PROPERTY_FIELDS: tuple[str, ...] = (
     "busy_s", "calls_malformed", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
     "endpoint_wait_s", *JUDGE_FIELDS,
+    "case_hash",  # the case version: the gate and compare refuse to pair runs of different ones
 )
 #: the scalar fields that travel to the controller on each report, and as JUnit XML properties
 PROPERTY_FIELDS: tuple[str, ...] = (

@@ -287,7 +287,8 @@ class AgentFloorSession:
             self.gate_result = evaluate(self.all_records(), baseline, margin_pp=spec.margin_pp, tiers=spec.tiers,
                                         floors=spec.floors, baseline_model=spec.baseline_model,
                                         decision=spec.decision, min_pairs=spec.min_pairs,
-                                        partial=self._stopped_reasons())
+                                        partial=self._stopped_reasons(),
+                                        allow_changed_cases=spec.allow_changed_cases)
         except (GateError, KeyError, ValueError) as exc:
             self.gate_error = str(exc)
         ok = self.gate_result is not None and self.gate_result.passed and self.other_failures == 0
