@@ -265,7 +265,7 @@ def test_thirty_tasks_five_per_tier_with_the_tier_budgets() -> None:
     for cid, (case, _) in H.cases().items():
         by_tier[case.tier].append(cid)
         # per-task budgets are allowed where the reference needs them (the authors' E budgets are 9-12)
-        assert case.budget is None or case.tier == "E", cid
+        assert case.budget is None or case.tier in ("D", "E"), cid
         assert case.turn_budget >= TIER_TURN_BUDGET[case.tier], cid
     assert {t: sorted(ids) for t, ids in by_tier.items()} == TIER_IDS
 

@@ -67,7 +67,8 @@ FAULTS = [
     ("resign", "tier_A0/A01.toml", "Q", "F3", ()),  # nothing to execute: a wrong answer, no resignation
     ("plan_only", "tier_B/B1.toml", "S", "F5b", ()),
     ("wrong_tool", "tier_C/C1.toml", "S", "F6", ()),  # a wrong tool then a submission: no resignation
-    ("wrong_tool", "tier_A/A2.toml", "S", "F6", ()),  # only a wrong tool, then text: no resignation either
+    # tier A offers only the needed tool: no wrong tool to call, so no call, then text
+    ("wrong_tool", "tier_A/A2.toml", "S", "F5b", ()),
     ("partial", "tier_C/C1.toml", "S", "F7", ()),
     # a right run whose only fault is a repeated call: tbb fails it, as the residual (no resignation)
     ("repeat", "tier_B/B1.toml", "C", "F3", ("--agentfloor-protocol", "tbb")),

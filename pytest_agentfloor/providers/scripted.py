@@ -62,6 +62,14 @@ def _explore(case: "ResolvedCase", *, avoid: set[str] = frozenset()) -> Iterator
             elif tool == "check_constraint":
                 for con in fx.constraints:
                     yield tool, {"record_id": rec.id, "constraint": con.name}
+    ids = [r.id for r in fx.records]
+    for tool in tools:
+        if tool == "compare_records":  # every pair of records on every numeric field
+            for i, a in enumerate(fx.records):
+                for field, value in a.fields.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        for b in ids[i + 1:]:
+                            yield tool, {"record_ids": [a.id, b], "attribute": field}
     for tool in tools:
         if tool == "list_options":
             for cat in fx.options:
