@@ -78,6 +78,24 @@ def paired_rows(cand: Series, ref: Series, *, margin_pp: float, n_boot: int, see
     return apply_holm(tests[:-1], f"{cand.label} vs {ref.label}", 0.05) + tests[-1:]
 
 
+def _same_versions(cand: Series, ref: Series, *, allow: bool) -> tuple[Series, Series]:
+    """The pair with the runs of changed case versions left out (printed), unless `allow`."""
+    import dataclasses
+
+    from .versions import changed_cases, describe, refusal
+
+    changed = changed_cases(cand.runs.values(), ref.runs.values())
+    if not changed:
+        return cand, ref
+    if allow:
+        print(f"  paired despite changed case versions: {describe(changed)}")
+        return cand, ref
+    print(f"  not paired: {refusal(changed, '--allow-changed-cases')}")
+    gone = set(changed)
+    return tuple(dataclasses.replace(s, runs={k: r for k, r in s.runs.items() if k[0] not in gone})
+                 for s in (cand, ref))  # type: ignore[return-value]
+
+
 def changed_items(cand: Series, ref: Series) -> list[tuple[str, tuple[str, str, str, int]]]:
     """("fixed" | "broke", key) for every paired item whose outcome differs, baseline order."""
     out = []
@@ -127,6 +145,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42, metavar="S", help="bootstrap seed (default 42)")
     p.add_argument("--changed", type=whole_number(0), default=20, metavar="N",
                    help="changed items listed per comparison (default 20; all are counted)")
+    p.add_argument("--allow-changed-cases", action="store_true",
+                   help="pair runs of case files that changed between the files (they are named either way; "
+                        "without this they are left unpaired and the gate fails)")
     p.add_argument("--viewer", type=Path, default=None, metavar="FILE",
                    help="also write one transcript viewer of all the files; changed items link into it")
     return p
@@ -190,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {note}")
         for cand, ref in pairs:
             print(f"\n  {cand.label}  vs  {ref.label}")
+            cand, ref = _same_versions(cand, ref, allow=args.allow_changed_cases)
             print(f"  {'tier':8} {'pairs':>6} {'TCR cand':>9} {'TCR base':>9} {'Δ pp':>7} {'95% CI':>16} "
                   f"{'b/c':>7} {'McNemar p':>10} {'p Holm':>7}")
             for t in paired_rows(cand, ref, margin_pp=args.gate_margin, n_boot=args.n_boot, seed=args.seed):
@@ -256,7 +278,7 @@ def _gate(args: argparse.Namespace, records: list[dict[str, Any]], path: Path, t
         result = evaluate(records, baseline, margin_pp=args.gate_margin, tiers=tiers, floors=floors,
                           baseline_model=args.gate_baseline_model, decision=args.noninferiority_bound,
                           min_pairs=args.gate_min_pairs, partial=[r for r in stopped if r not in infra],
-                          infra_partial=infra, selection=selection)
+                          infra_partial=infra, selection=selection, allow_changed_cases=args.allow_changed_cases)
     except (GateError, KeyError, ValueError) as exc:
         print("agentfloor gate: FAILED")
         print(f"gate: cannot evaluate: {exc}")

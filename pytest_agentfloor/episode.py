@@ -35,13 +35,17 @@ SYSTEM_PROMPTS: dict[str, str] = {
         "When you have the answer, reply with it in plain text and stop calling tools."
     ),
 }
-# the two system-prompt ablations of seed 000 section 5.2; the wording of "structured" is ours
+# the two system-prompt ablations of seed 000 section 5.2. explicit_submission extends the default
+# (the paper: one added instruction); structured REPLACES it, as the authors' harness does
+# (harness/structured_prompt.py, used as system_prompt_override); the wording of both is ours
 SYSTEM_PROMPTS["explicit_submission"] = SYSTEM_PROMPTS["default"] + " You MUST call submit_decision to finish."
-SYSTEM_PROMPTS["structured"] = SYSTEM_PROMPTS["default"] + (
-    " Work in three phases. PLAN: your first reply is a short numbered list of the tool calls you intend"
-    " to make and why, with no tool call in that reply. EXECUTE: then make those calls, one step at a"
-    " time, revising the plan when a result calls for it. SUBMIT: when every step is done, record the"
-    " decision with submit_decision if the task asks for one, and give the final answer."
+SYSTEM_PROMPTS["structured"] = (
+    "You complete tasks in a sandbox of synthetic business records, in three phases. PLAN: read the request and decide which of the provided tools you need and in"
+    " which order; make no tool call yet. EXECUTE: make the calls, one step at a time, through the"
+    " tool-calling interface; after each result decide whether you need another call, and never use a"
+    " tool that is not provided or guess a record id or value. SUBMIT: when you have what you need,"
+    " call submit_decision if the task asks for a decision (the task is finished only once it is"
+    " accepted), otherwise reply with a short final answer in plain text. Do not stop after planning."
 )
 _LEAK = re.compile(r"(<tool_call>|\"(name|function)\"\s*:\s*\"(" + "|".join(TOOL_NAMES) + r")\")")
 
@@ -89,7 +93,8 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
 
         offered, distractors = pc.offered, tuple(n for n in pc.menu if n not in pc.offered)
         tools, narrow = full_menu(pc), (operational_menu(pc) if pc.lane == "routed" else None)
-    sandbox = Sandbox(case.fixtures, offered)
+    sandbox = Sandbox(case.fixtures, offered, expected=case.gold.submission,
+                      feedback=protocol.submission_feedback)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPTS[system_prompt]},
         {"role": "user", "content": case.prompt},

@@ -289,11 +289,12 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]] | N
              baseline_model: str | None = None, n_boot: int = 10_000, seed: int = 42,
              alpha: float = 0.05, decision: str = "two-sided", min_pairs: int | None = None,
              partial: list[str] | None = None, infra_partial: list[str] | None = None,
-             floor_bound: str = "point", selection: str = "") -> GateResult:
+             floor_bound: str = "point", selection: str = "", allow_changed_cases: bool = False) -> GateResult:
     """Gate ``candidate`` against ``baseline`` (None: absolute floors only).
 
     ``partial``: reasons the session knows it stopped early; ``infra_partial``: those that were
     endpoint trouble (a model failed the probe), which give no verdict rather than a failure.
+    Runs of case versions other than the baseline's block the gate unless ``allow_changed_cases``.
     """
     floors = floors or {}
     if floor_bound not in FLOOR_BOUNDS:
@@ -343,6 +344,13 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]] | N
     if cand_protocols != base_protocols:
         result.blockers.append(f"protocols differ: candidate ran {', '.join(cand_protocols)}, "
                                f"baseline {', '.join(base_protocols)}; re-run the baseline under the same protocol")
+    from .versions import changed_cases, describe, refusal
+
+    changed = changed_cases(candidate, base_all)
+    if changed and not allow_changed_cases:
+        result.blockers.append(refusal(changed))
+    elif changed:
+        result.notes.append(f"paired despite changed case versions: {describe(changed)}")
     result.blockers += [f"partial run: {why}" for why in partial or []]
     result.infra_blockers += [f"no verdict: {why}" for why in infra_partial or []]
     missing = sorted(k for k in in_gated if k not in cand_any)

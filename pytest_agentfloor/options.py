@@ -184,6 +184,7 @@ class GateSpec:
     min_pairs: int = 0
     decision: str = "two-sided"
     floor_bound: str = "point"
+    allow_changed_cases: bool = False
 
 
 def gate_spec(config: pytest.Config) -> GateSpec | None:
@@ -232,7 +233,7 @@ def _gate_spec(config: pytest.Config) -> GateSpec | None:
         raise pytest.UsageError(f"--agentfloor-baseline {raw} holds several models ({', '.join(in_file)}); "
                                 "name the incumbent with --gate-baseline-model")
     return GateSpec(path, margin, tiers or None, floors, baseline_model, min_pairs=min_pairs, decision=decision,
-                    floor_bound=floor_bound)
+                    floor_bound=floor_bound, allow_changed_cases=bool(_opt(config, "agentfloor_allow_changed_cases")))
 
 
 settings_key = pytest.StashKey[Settings]()
@@ -376,7 +377,12 @@ def add_options(parser: pytest.Parser) -> None:
         "deliver returned records to ladder cases as raw|compact|typed|linked (seed 002's D); empty = raw",
         default="", metavar="E")
     add("--step-budget-scale", "agentfloor_step_budget_scale",
-        "multiply every tier step budget (the paper's step-budget x2 ablation: 2)", default="1", metavar="X")
+        "multiply every tier step budget (the paper's step-budget x2 ablation: 2; under agentfloor, 2 gives "
+        "D and E the authors' 20 turns and a 4096-token completion cap)", default="1", metavar="X")
+    add("--submission-feedback", "agentfloor_submission_feedback",
+        "what a rejected submission tells the model under agentfloor: expected (the field and its expected "
+        "value, as the authors' harness) | field (only which field is wrong) | verdict (only that it was rejected)",
+        default="expected", metavar="LEVEL")
     add("--token-budget", "agentfloor_token_budget",
         "episode token budget; empty = the protocol's (tbb, legacy: 128000; agentfloor: none)",
         default="", shown="the protocol's", metavar="N")
@@ -435,6 +441,8 @@ def add_options(parser: pytest.Parser) -> None:
         ("--record", "agentfloor_record", "store every model request and response in the report dir's cassettes"),
         ("--replay", "agentfloor_replay", "answer from recorded responses only; a miss is an error"),
         ("--resume", "agentfloor_resume", "skip items already complete in runs.jsonl (same case and model config)"),
+        ("--agentfloor-allow-changed-cases", "agentfloor_allow_changed_cases",
+         "let the gate pair runs of case files that changed since the baseline (it names them either way)"),
         ("--infra-as-failure", "agentfloor_infra_as_failure", "count infrastructure errors as failures in TCR"),
         ("--no-probe", "agentfloor_no_probe", "do not send each model the tool-calling probe at session start"),
         ("--run-non-capable", "agentfloor_run_non_capable",
@@ -841,7 +849,7 @@ def _encoding(config: pytest.Config) -> str | None:
 
 def _protocol(config: pytest.Config) -> Protocol:
     """--protocol with the session's overrides: step-budget scale, token budget, infra handling."""
-    from .protocol import PROTOCOLS, resolve_protocol
+    from .protocol import PROTOCOLS, SUBMISSION_FEEDBACK, resolve_protocol
 
     name = str(_opt(config, "agentfloor_protocol")).strip()
     raw_scale = str(_opt(config, "agentfloor_step_budget_scale")).strip() or "1"
@@ -854,9 +862,16 @@ def _protocol(config: pytest.Config) -> Protocol:
     tokens = None
     if str(_opt(config, "agentfloor_token_budget")).strip():
         tokens = _int_opt(config, "agentfloor_token_budget", "--token-budget", 1, MAX_TOKEN_BUDGET)
+    feedback = str(_opt(config, "agentfloor_submission_feedback") or "").strip() or "expected"
+    if feedback not in SUBMISSION_FEEDBACK:
+        raise pytest.UsageError(f"--agentfloor-submission-feedback: expected one of {', '.join(SUBMISSION_FEEDBACK)}, "
+                                f"got {feedback!r}")
+    base = PROTOCOLS.get(name)
     try:
         return resolve_protocol(name, step_budget_scale=scale, token_budget=tokens,
-                                infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")))
+                                infra_as_failure=bool(_opt(config, "agentfloor_infra_as_failure")),
+                                submission_feedback=(feedback if base is not None and base.submission_feedback
+                                                     else None))
     except ValueError as exc:
         flag = "--step-budget-scale" if name in PROTOCOLS else "--agentfloor-protocol"
         raise pytest.UsageError(f"{flag}: {exc}") from None

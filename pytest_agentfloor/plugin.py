@@ -288,6 +288,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=other)
     if not settings.resume_keys:
         return
+    if not hasattr(config, "workerinput"):
+        _name_changed_cases(config, items)
     done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in settings.resume_keys]
     if done:
         for item in done:
@@ -299,6 +301,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.workeroutput["agentfloor_resumed"] = [i.resume_key for i in done]
         else:
             config.stash[session_key].resumed.update(i.resume_key for i in done)
+
+
+def _name_changed_cases(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--resume never resumes a run of another case version (the key holds the case hash): say which."""
+    from .versions import describe
+
+    previous = getattr(config.stash.get(session_key, None), "previous", None) or {}
+    stored: dict[str, set[str]] = {}
+    for r in previous.values():
+        stored.setdefault(str(r.get("task")), set()).add(str(r.get("case_hash")))
+    keys = [i.resume_key.rsplit("|", 6) for i in items if isinstance(i, CaseItem) and i.resume_key]
+    current = {k[1]: k[5] for k in keys if len(k) == 7}
+    changed = sorted(t for t, h in current.items() if t in stored and h not in stored[t])
+    if changed:
+        config.stash[session_key].problems.append(f"--resume: {describe(changed, since='the resumed runs')}; their items run again "
+                                                  "(a run of another case version is never resumed)")
 
 
 @pytest.hookimpl(optionalhook=True)

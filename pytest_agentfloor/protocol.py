@@ -16,6 +16,14 @@ from .suite.schema import ResolvedCase
 
 TBB_COMPLETION_CAP = 1024
 TBB_EPISODE_TOKENS = 128_000
+#: the authors' extended-steps ablation (rkarmaka/AgentFloor sweep_configs/gpt5_de_max_steps.yaml):
+#: `max_steps_override: 20` for every D and E task, with `max_output_tokens: 4096`
+AUTHORS_EXTENDED_STEPS = {"D": 20, "E": 20}
+AUTHORS_EXTENDED_COMPLETION_CAP = 4096
+#: what a rejected submission tells the model (agentfloor's submission check):
+#: expected = the field and its expected value, as the authors' harness; field = only which field is
+#: wrong; verdict = only that the submission was rejected
+SUBMISSION_FEEDBACK = ("expected", "field", "verdict")
 
 
 @dataclass(frozen=True)
@@ -49,23 +57,42 @@ class Protocol:
     #: infrastructure failures count as failures of their configuration in TCR
     infra_as_failure: bool
     step_budget_scale: float = 1.0
+    #: "any": every repeat of a successful call breaks a case that forbids repeats (the default
+    #: forbids them); "declared": only a case that declares repeated_identical_call itself, and only
+    #: a run of `repeat_threshold` consecutive identical calls (the authors' harness)
+    repeat_rule: Literal["any", "declared"] = "any"
+    #: None: any allowed submission is recorded once (one shot); else a submission that does not
+    #: match the case's gold is rejected with a tool error saying this much, and may be retried
+    submission_feedback: Literal["expected", "field", "verdict"] | None = None
+    #: tier -> turn budget under step_budget_scale 2 (the authors' extended-steps settings); other
+    #: tiers and scales use ceil(budget x scale)
+    extended_steps: tuple[tuple[str, int], ...] = ()
 
     def limits(self, case: ResolvedCase) -> Limits:
         calls = case.call_limit if self.call_limit else None
         if self.turn_limit == "calls+2":
             turns = case.call_limit + 2
+        elif self.step_budget_scale == 2 and case.tier in dict(self.extended_steps):
+            turns = dict(self.extended_steps)[case.tier]
         else:
             turns = max(1, math.ceil(case.turn_budget * self.step_budget_scale))
         return Limits(turns=turns, calls=calls, tokens=self.token_budget)
 
     def params(self) -> dict[str, Any]:
-        """Every parameter, for run records, report headers and the resume fingerprint.
+        """Every parameter, for run records, report headers and the resume fingerprint (as JSON
+        reads it back). The rules added for agentfloor are left out where they are off, so tbb and
+        legacy records keep the parameters, and the fingerprints, they always had.
 
         Computed once (asdict walks every field; a record is built per item) and copied per call.
         """
         cached = self.__dict__.get("_params")
         if cached is None:
             cached = dataclasses.asdict(self)
+            for key, off in _OFF.items():
+                if cached[key] == off:
+                    del cached[key]
+            if "extended_steps" in cached:
+                cached["extended_steps"] = {tier: n for tier, n in self.extended_steps}
             object.__setattr__(self, "_params", cached)  # frozen: not a field, so eq/hash/replace ignore it
         return dict(cached)
 
@@ -73,7 +100,13 @@ class Protocol:
         """One line for report headers."""
         turns = ("tier step budget" + (f" x{self.step_budget_scale:g}" if self.step_budget_scale != 1 else "")
                  if self.turn_limit == "tier" else "call limit + 2 turns")
+        if self.step_budget_scale == 2 and self.extended_steps:
+            turns += " (" + ", ".join(f"{t} {n}" for t, n in self.extended_steps) + " turns, as the authors)"
         parts = [turns]
+        if self.repeat_rule == "declared":
+            parts.append("repeats checked where declared")
+        if self.submission_feedback:
+            parts.append(f"rejected submissions retried ({self.submission_feedback} feedback)")
         if self.call_limit:
             parts.append("call limit = reference calls + 2")
         if self.token_budget:
@@ -88,11 +121,15 @@ class Protocol:
         return f"{self.name}: " + ", ".join(parts)
 
 
+_OFF: dict[str, Any] = {"repeat_rule": "any", "submission_feedback": None, "extended_steps": ()}
+
 PROTOCOLS: dict[str, Protocol] = {
     # seed 000 (AgentFloor): the step budget is the only episode limit
     "agentfloor": Protocol(
         name="agentfloor", turn_limit="tier", call_limit=False, token_budget=None, completion_cap=None,
         truncation_stop=False, malformed_stop=False, infeasibility_stop=False, infra_as_failure=False,
+        repeat_rule="declared", submission_feedback="expected",
+        extended_steps=tuple(AUTHORS_EXTENDED_STEPS.items()),
     ),
     # seed 002 (ToolBottleneckBench): the frozen harness contract
     "tbb": Protocol(
@@ -110,7 +147,7 @@ DEFAULT_PROTOCOL = "agentfloor"
 
 
 def resolve_protocol(name: str, *, step_budget_scale: float = 1.0, token_budget: int | None = None,
-                     infra_as_failure: bool = False) -> Protocol:
+                     infra_as_failure: bool = False, submission_feedback: str | None = None) -> Protocol:
     """The named protocol with the session's overrides; ValueError names what is valid."""
     if name not in PROTOCOLS:
         raise ValueError(f"expected one of {', '.join(PROTOCOLS)}, got {name!r}")
@@ -123,5 +160,15 @@ def resolve_protocol(name: str, *, step_budget_scale: float = 1.0, token_budget:
         changes["token_budget"] = token_budget
     if infra_as_failure:
         changes["infra_as_failure"] = True
+    if submission_feedback is not None:
+        if submission_feedback not in SUBMISSION_FEEDBACK:
+            raise ValueError(f"submission feedback: expected one of {', '.join(SUBMISSION_FEEDBACK)}, "
+                             f"got {submission_feedback!r}")
+        if base.submission_feedback is None:
+            raise ValueError(f"the {name} protocol records the first allowed submission without checking it; "
+                             "--submission-feedback applies to agentfloor")
+        changes["submission_feedback"] = submission_feedback
+    if step_budget_scale == 2 and base.extended_steps and base.completion_cap is None:
+        changes["completion_cap"] = AUTHORS_EXTENDED_COMPLETION_CAP  # the authors' cap for that ablation
     return dataclasses.replace(base, **changes)
 

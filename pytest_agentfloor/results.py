@@ -33,6 +33,7 @@ JUDGE_FIELDS: tuple[str, ...] = (
 OPTIONAL_PROPERTY_FIELDS: tuple[str, ...] = (
     "busy_s", "calls_malformed", "calls_hallucinated", "calls_repeated", "turns_leaked", "usage_invalid",
     "endpoint_wait_s", "queue_s", *JUDGE_FIELDS,
+    "case_hash",  # the case version: the gate and compare refuse to pair runs of different ones
 )
 #: terminations that are the harness's or the endpoint's doing, never the model's: infrastructure errors
 INFRA_TERMINATIONS = frozenset({"provider_error", "timeout"})

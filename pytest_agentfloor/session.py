@@ -334,7 +334,8 @@ class AgentFloorSession:
                                         floors=spec.floors, baseline_model=spec.baseline_model,
                                         decision=spec.decision, min_pairs=spec.min_pairs, partial=partial,
                                         infra_partial=infra, floor_bound=spec.floor_bound,
-                                        selection=self._selection_text())
+                                        selection=self._selection_text(),
+                                        allow_changed_cases=spec.allow_changed_cases)
         except (GateError, KeyError, ValueError) as exc:
             self.gate_error = str(exc)
         status = self.gate_result.exit_status if self.gate_result is not None else EXIT_FAIL

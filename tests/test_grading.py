@@ -150,6 +150,7 @@ ANSWER = resolve(parse_case({
     "reference": [{"calls": [{"tool": "search_records", "args": {"query": "one"}}]},
                   {"calls": [{"tool": "lookup_record", "args": {"record_id": "CUS-1"}}]}, {"final": "Net 45"}],
 }, "T2.toml"), "v0", "i0", "h")
+DECLARES_REPEATS = ANSWER.model_copy(update={"declared_forbidden": ("repeated_identical_call",), "turn_budget": 6})
 NO_TOOLS = resolve(parse_case({
     "id": "T0", "tier": "A0", "title": "no tools", "prompts": {"v0": "p"},
     "gold": {"answer": [{"kind": "contains", "values": ["blue"]}]}, "reference": [{"final": "blue"}],
@@ -164,7 +165,7 @@ WRONG = ("list_options", {"category": "c"})
 
 def ep(case, turns: list[list[tuple]], *, end: str = "final_answer", final: str | None = None,
        submissions: list[dict] | None = None, budget: int = 4, calls: int | None = None,
-       last_finish: str = "stop") -> Trajectory:
+       last_finish: str = "stop", protocol: str | None = None) -> Trajectory:
     """A trajectory from (tool, args[, status[, flags]]) tuples per turn, plus an optional final text turn."""
     built = []
     for i, cs in enumerate(turns):
@@ -192,7 +193,7 @@ def ep(case, turns: list[list[tuple]], *, end: str = "final_answer", final: str 
             seen.add(key)
     return Trajectory(case_id=case.id, tier=case.tier, variant="v0", instance="i0", run=0, model="m",
                       tools=list(case.tools), turns=built, final_answer=final, termination=end,
-                      submissions=submissions or [], turn_budget=budget, call_limit=calls)
+                      submissions=submissions or [], turn_budget=budget, call_limit=calls, protocol=protocol)
 
 
 MALFORMED = ("lookup_record", {}, "error", {"malformed": True})
@@ -205,8 +206,22 @@ CASCADE = [
      "turn_limit"),
     ("two failed calls then quit", ANSWER, ep(ANSWER, [[READ_BAD], [READ_BAD]], final="I could not find it."), "S",
      "F5b", "wrong_conclusion"),
-    ("right answer but a repeated call", ANSWER, ep(ANSWER, [[SEARCH], [READ], [READ]], final="Net 45"), "C", "F5",
+    # a right run that only repeated a call did not resign (tbb's any-repeat rule; the trajectory
+    # names no protocol, so the strict rule applies)
+    ("right answer but a repeated call", ANSWER, ep(ANSWER, [[SEARCH], [READ], [READ]], final="Net 45"), "C", "F3",
      "other"),
+    ("agentfloor: three identical calls in a row on a case declaring repeats", DECLARES_REPEATS,
+     ep(DECLARES_REPEATS, [[SEARCH], [READ], [READ], [READ]], final="Net 45", budget=6, protocol="agentfloor"),
+     "C", "F3", "other"),
+    ("only a wrong tool, then an answer", ANSWER, ep(ANSWER, [[WRONG]], final="No idea."), "S", "F6",
+     "wrong_conclusion"),
+    ("the first step, a wrong tool, then an answer", ANSWER, ep(ANSWER, [[SEARCH], [WRONG]], final="Net 30"), "S",
+     "F5", "wrong_conclusion"),
+    ("a rejected submission never corrected, then an answer", CASE,
+     traj([[call(0, "search_records", {"query": "x"})], [call(1, "lookup_record", {"record_id": "R-1"})],
+           [call(2, "lookup_record", {"record_id": "R-2"})],
+           [call(3, "submit_decision", dict(SUBMIT, record_id="R-1"), status="error")]],
+          termination="final_answer", final="I chose R-1.", submissions=[]), "P", "F5", "wrong_conclusion"),
     ("hallucinated and malformed in one episode", ANSWER, ep(ANSWER, [[MALFORMED], [FAKE]], final="?"), "S", "F1",
      "wrong_conclusion"),
     ("a call both hallucinated and malformed", ANSWER, ep(ANSWER, [[MALFORMED_FAKE]], final="?"), "S", "F1",
@@ -221,7 +236,8 @@ CASCADE = [
                                                           end="turn_budget"), "Q", "F4", "turn_limit"),
     ("tbb: calls until the call limit", ANSWER, ep(ANSWER, [[SEARCH], [READ], [WRONG]], end="call_limit", calls=2),
      "Q", "F4", "budget"),
-    ("a wrong answer with no tools to use", NO_TOOLS, ep(NO_TOOLS, [], final="red", budget=1), "Q", "F5",
+    # tier A0 has nothing to execute: its wrong answer is no resignation after working
+    ("a wrong answer with no tools to use", NO_TOOLS, ep(NO_TOOLS, [], final="red", budget=1), "Q", "F3",
      "wrong_conclusion"),
     ("agentfloor: a truncated last reply read as the answer", ANSWER,
      ep(ANSWER, [[SEARCH], [READ]], final="The terms are", last_finish="length"), "Q", "F5", "truncation"),

@@ -264,7 +264,9 @@ def test_thirty_tasks_five_per_tier_with_the_tier_budgets() -> None:
     by_tier = defaultdict(list)
     for cid, (case, _) in H.cases().items():
         by_tier[case.tier].append(cid)
-        assert case.budget is None and case.turn_budget == TIER_TURN_BUDGET[case.tier], cid
+        # per-task budgets are allowed where the reference needs them (the authors' E budgets are 9-12)
+        assert case.budget is None or case.tier in ("D", "E"), cid
+        assert case.turn_budget >= TIER_TURN_BUDGET[case.tier], cid
     assert {t: sorted(ids) for t, ids in by_tier.items()} == TIER_IDS
 
 
@@ -282,8 +284,7 @@ def test_tier_demands() -> None:
                 assert len(calls) == 1 and len(rc.steps) == 1, where
             elif case.tier == "B":  # a chain: the second step depends on the first
                 assert len(call_turns) == 2 and any(s.after for s in rc.steps), where
-            elif case.tier == "D":
-                assert rc.fixtures.failures, f"{where}: no scripted failure to recover from"
+            elif case.tier == "D" and rc.fixtures.failures:  # 3 of 5 (the published tier: 2 of 5)
                 traj = H.play(rc)
                 assert any(not c.ok for c in traj.calls), f"{where}: the reference never meets its failure"
             elif case.tier == "E":

@@ -56,27 +56,39 @@ def test_oracle_passes_every_case(bench: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*AgentFloor: Call sites: accuracy per site and model*"])
 
 
-# the exact classification each fault policy must get on a case built for it
+# the exact classification each fault policy must get on a case built for it (agentfloor unless
+# the row names another protocol)
 FAULTS = [
-    ("hallucinate", "tier_B/B1.toml", "S", "F1"),
-    ("malformed", "tier_B/B1.toml", "S", "F2"),
-    ("exhaust", "tier_B/B1.toml", "Q", "F4"),
-    ("resign", "tier_B/B1.toml", "S", "F5"),
-    ("plan_only", "tier_B/B1.toml", "S", "F5b"),
-    ("wrong_tool", "tier_C/C1.toml", "S", "F6"),  # a wrong tool then a submission: no resignation
-    ("partial", "tier_C/C1.toml", "S", "F7"),
-    ("repeat", "tier_B/B1.toml", "C", "F5"),  # right answer in text, a repeated call: the authors' F5
-    ("repeat", "tier_C/C1.toml", "C", "F3"),  # the same ending in a submission: the residual
+    ("hallucinate", "tier_B/B1.toml", "S", "F1", ()),
+    ("malformed", "tier_B/B1.toml", "S", "F2", ()),
+    ("exhaust", "tier_B/B1.toml", "Q", "F4", ()),
+    ("resign", "tier_B/B1.toml", "S", "F5", ()),
+    ("resign", "tier_A/A1.toml", "Q", "F5", ()),  # both calls in one turn: it fits tier A's two turns
+    ("resign", "tier_A0/A01.toml", "Q", "F3", ()),  # nothing to execute: a wrong answer, no resignation
+    ("plan_only", "tier_B/B1.toml", "S", "F5b", ()),
+    ("wrong_tool", "tier_C/C1.toml", "S", "F6", ()),  # a wrong tool then a submission: no resignation
+    # tier A offers only the needed tool: no wrong tool to call, so no call, then text
+    ("wrong_tool", "tier_A/A2.toml", "S", "F5b", ()),
+    ("partial", "tier_C/C1.toml", "S", "F7", ()),
+    # a right run whose only fault is a repeated call: tbb fails it, as the residual (no resignation)
+    ("repeat", "tier_B/B1.toml", "C", "F3", ("--agentfloor-protocol", "tbb")),
+    ("repeat", "tier_C/C1.toml", "C", "F3", ("--agentfloor-protocol", "tbb")),
 ]
 
 
-@pytest.mark.parametrize("policy,case,unmet,mode", FAULTS, ids=[f"{f[0]}-{f[1][5:7]}" for f in FAULTS])
+@pytest.mark.parametrize("policy,case,unmet,mode,args", FAULTS,
+                         ids=[f"{f[0]}-{f[1][5:f[1].index('/')]}-{f[1].split('/')[1][:-5]}" + ("-tbb" if f[4] else "")
+                              for f in FAULTS])
 def test_fault_policy_gets_its_classification(bench: pytest.Pytester, policy: str, case: str, unmet: str,
-                                              mode: str) -> None:
-    result = bench.runpytest(f"cases/{case}", "--model", f"fault-{policy}", "--instances", "i0")
+                                              mode: str, args: tuple) -> None:
+    result = bench.runpytest(f"cases/{case}", "--model", f"fault-{policy}", "--instances", "i0", *args)
     result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines([f"*unmet obligation {unmet} (*", f"*failure mode {mode} (*"])
     assert {(r["first_unmet"], r["failure_mode"]) for r in records(bench)} == {(unmet, mode)}
+
+
+def test_a_repeat_alone_passes_under_agentfloor_where_the_case_declares_none(bench: pytest.Pytester) -> None:
+    bench.runpytest("cases/tier_B/B1.toml", "--model", "fault-repeat", "--instances", "i0").assert_outcomes(passed=5)
 
 
 def test_exhaust_is_flagged_at_the_turn_limit(bench: pytest.Pytester) -> None:

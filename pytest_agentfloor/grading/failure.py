@@ -26,6 +26,8 @@ TERMINAL_FLAGS: tuple[str, ...] = ("truncation", "budget", "context_limit", "tur
                                    "wrong_conclusion", "other")
 #: obligations that judge the outcome itself (answer, cited evidence, final state)
 OUTCOME_OBLIGATIONS = frozenset({"Q", "E", "X"})
+#: obligations a run can break while its work and outcome are right (governance, budget, rules)
+RULE_OBLIGATIONS = frozenset({"G", "B", "C"})
 
 
 def quit_in_text(traj: Trajectory) -> bool:
@@ -48,13 +50,17 @@ def failure_mode(case: ResolvedCase, traj: Trajectory, verdicts: list[Verdict]) 
         return "F2"
     if traj.termination in ("turn_budget", "call_limit"):  # out of steps: turns, or tbb's calls
         return "F4"
-    if quit_in_text(traj):
-        # >= 2 successful calls then quit is F5; <= 1 on a case that needs tools or a submission is
-        # F5b; a case that needs neither (tier A0) has nothing to execute, so a wrong answer is F5
-        needs_work = bool(required) or case.needs_submission
-        return "F5b" if needs_work and sum(1 for c in calls if c.ok) <= 1 else "F5"
     called = {c.name for c in calls}
-    if unselected(case, called) and (called - required - {"submit_decision"}):
+    wrong_tool = bool(unselected(case, called)) and bool(called - required - {"submit_decision"})
+    needs_work = bool(required) or case.needs_submission
+    only_wrong = wrong_tool and not called & required
+    if quit_in_text(traj) and needs_work and not (failed <= RULE_OBLIGATIONS) and not only_wrong:
+        # >= 2 successful calls then quit is F5, <= 1 is F5b. Not a resignation: a run whose work
+        # and outcome were right and that broke only a rule (a repeat: C); a run that called only
+        # wrong tools, none a required step needs (F6); a case with nothing to execute (tier A0,
+        # which falls through to the residual F3)
+        return "F5b" if sum(1 for c in calls if c.ok) <= 1 else "F5"
+    if wrong_tool:
         return "F6"
     if failed & {"S", "P", "X"} and (called & required or traj.submissions):
         return "F7"

@@ -299,11 +299,39 @@ def _unchecked_submissions(case: ResolvedCase, traj: Trajectory) -> list[str]:
     return problems
 
 
+def longest_identical_run(traj: Trajectory) -> tuple[int, str]:
+    """The longest run of consecutive calls with the same tool and arguments, over every call
+    made (failed ones too, as the authors' call log), and that call's name."""
+    best, best_name, run, last = 0, "", 0, None
+    for c in traj.calls:
+        key = (c.name, json.dumps(c.arguments, sort_keys=True) if c.arguments is not None else c.raw_arguments)
+        run = run + 1 if key == last else 1
+        last = key
+        if run > best:
+            best, best_name = run, c.name
+    return best, best_name
+
+
+def _repeat_rule(traj: Trajectory) -> str:
+    from ..protocol import PROTOCOLS
+
+    proto = PROTOCOLS.get(traj.protocol or "")
+    return proto.repeat_rule if proto is not None else "any"
+
+
 def completion(case: ResolvedCase, traj: Trajectory) -> Verdict:
     if traj.termination not in ("final_answer", "submitted"):
         return Verdict("C", False, "the episode ends with an answer or a submission", f"ended by {traj.termination}")
     forbidden = set(case.forbidden)
-    if "repeated_identical_call" in forbidden:
+    if _repeat_rule(traj) == "declared":
+        # agentfloor: only a case that names the behaviour, at its consecutive threshold
+        declared = case.declared_forbidden if case.declared_forbidden is not None else case.forbidden
+        if "repeated_identical_call" in declared:
+            n, name = longest_identical_run(traj)
+            if n >= case.repeat_threshold:
+                return Verdict("C", False, f"fewer than {case.repeat_threshold} consecutive identical calls",
+                               f"{name} called {n} times in a row with the same arguments")
+    elif "repeated_identical_call" in forbidden:
         reps = [c.name for c in traj.calls if c.repeated]
         if reps:
             return Verdict("C", False, "no repeated identical call", f"repeated {reps}")

@@ -62,6 +62,14 @@ def _explore(case: "ResolvedCase", *, avoid: set[str] = frozenset()) -> Iterator
             elif tool == "check_constraint":
                 for con in fx.constraints:
                     yield tool, {"record_id": rec.id, "constraint": con.name}
+    ids = [r.id for r in fx.records]
+    for tool in tools:
+        if tool == "compare_records":  # every pair of records on every numeric field
+            for i, a in enumerate(fx.records):
+                for field, value in a.fields.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        for b in ids[i + 1:]:
+                            yield tool, {"record_ids": [a.id, b], "attribute": field}
     for tool in tools:
         if tool == "list_options":
             for cat in fx.options:
@@ -102,14 +110,15 @@ def exhaust(case: "ResolvedCase", t: int) -> "list[Call] | str":
 
 
 def resign(case: "ResolvedCase", t: int) -> "list[Call] | str":
-    """Engage (the first reference call and one busy-work call), then give up in text."""
+    """Engage (the first reference call and one busy-work call, in one turn so that it fits even
+    tier A's two turns), then give up in text."""
     turns = _call_turns(case, with_submit=False)
     flat = [turns[0][0]] if turns else []
     required = {name for s in case.steps for name in s.tools}
     extra = (c for c in [*_explore(case, avoid=required), *_explore(case)]
              if c not in [x for turn in turns for x in turn])
     flat += list(itertools.islice(extra, max(0, 2 - len(flat))))  # a case without tools has no busy work
-    return [flat[t]] if t < len(flat) else "I was not able to finish this task."
+    return flat if t == 0 and flat else "I was not able to finish this task."
 
 
 def plan_only(case: "ResolvedCase", t: int) -> "list[Call] | str":
@@ -139,10 +148,13 @@ def partial(case: "ResolvedCase", t: int) -> "list[Call] | str":
 
 
 def repeat(case: "ResolvedCase", t: int) -> "list[Call] | str":
-    turns = _call_turns(case)
-    if turns and t in (0, 1):
-        return turns[0]
-    return oracle(case, t - 1 if turns else t)
+    """The oracle, except that the first turn sends its first call twice (so it uses no extra turn):
+    a right run whose only fault is one repeat, which agentfloor passes unless the case declares
+    repeats at a threshold of 2, and tbb fails (C)."""
+    ref = _ref_turns(case)
+    if t == 0 and ref and not isinstance(ref[0], str) and ref[0]:
+        return [ref[0][0], *ref[0]]
+    return oracle(case, t)
 
 
 def always_refuse(case: "ResolvedCase", t: int) -> "list[Call] | str":

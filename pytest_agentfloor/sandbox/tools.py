@@ -68,9 +68,14 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 class Sandbox:
     """Fresh per episode. `submissions` is the only state a tool can change."""
 
-    def __init__(self, fixtures: Fixtures, tools: tuple[str, ...]):
+    def __init__(self, fixtures: Fixtures, tools: tuple[str, ...], *, expected: dict[str, Any] | None = None,
+                 feedback: str | None = None):
+        """`expected` with `feedback`: a submission that does not carry these fields is rejected with
+        an error saying as much as `feedback` allows (expected / field / verdict), and may be retried."""
         self.fixtures = fixtures
         self.tools = tools
+        self.expected = expected if feedback else None
+        self.feedback = feedback
         self.records: dict[str, Record] = {r.id: r for r in fixtures.records}
         self._index = {r.id: _tokens(" ".join([r.id, r.name, r.collection, *r.tags])) for r in fixtures.records}
         self._collections = sorted({r.collection for r in fixtures.records})
@@ -105,6 +110,22 @@ class Sandbox:
 
     def _missing(self, record_id: str) -> Envelope:
         return not_found(f"no record with id {_echo(record_id)}", "use search_records to find record ids")
+
+    def _reject(self, payload: dict[str, Any]) -> Envelope | None:
+        """The validator's error for a submission that does not match the expected fields, or None."""
+        assert self.expected is not None
+        for key, want in self.expected.items():
+            got = payload.get(key)
+            if equal(want, got):
+                continue
+            if self.feedback == "expected":  # the authors' harness: names the field and its expected value
+                message = f"{key} mismatch: expected {want!r}, got {got!r}"
+            elif self.feedback == "field":
+                message = f"{key} is not correct for this task"
+            else:
+                message = "the submission was not accepted"
+            return error("submission_rejected", message, "check the task and submit again")
+        return None
 
     # -- the eight tools ----------------------------------------------------------------
     def _t_search_records(self, query: str, collection: str | None = None) -> Envelope:
@@ -221,5 +242,9 @@ class Sandbox:
                 return self._missing(rid)
             cited.append(erec.id)
         payload = {"decision": decision, "record_id": rec.id if rec else None, "evidence": cited, "note": note or ""}
+        if self.expected is not None:
+            rejected = self._reject(payload)
+            if rejected is not None:
+                return rejected
         self.submissions.append(payload)
         return ok({"recorded": True, "decision": decision, "record_id": payload["record_id"]})

@@ -134,6 +134,8 @@ def resolve(case: Case, variant: str, instance: str, content_hash: str) -> Resol
         forbidden=tuple(case.forbidden),
         reference=tuple(reference),
         content_hash=content_hash,
+        declared_forbidden=tuple(case.forbidden) if "forbidden" in case.model_fields_set else (),
+        repeat_threshold=case.repeat_threshold,
     )
 
 

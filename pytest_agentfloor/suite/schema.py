@@ -241,6 +241,8 @@ class Case(_Strict):
     gold: Gold
     steps: list[Step] = Field(default_factory=list)
     forbidden: list[str] = Field(default_factory=lambda: ["repeated_identical_call"])
+    repeat_threshold: int = Field(3, ge=2, le=100, description="consecutive identical calls that break a "
+                                  "declared repeated_identical_call under the agentfloor protocol")
     reference: list[RefTurn]
     instances: dict[str, Instance] = Field(default_factory=dict)
 
@@ -343,6 +345,10 @@ class ResolvedCase(BaseModel):
     forbidden: tuple[str, ...]
     reference: tuple[RefTurn, ...]
     content_hash: str
+    #: the forbidden behaviours the case file names itself (None: the same as `forbidden`); the
+    #: agentfloor protocol checks repeats only where the case declares them, as the authors' harness
+    declared_forbidden: tuple[str, ...] | None = None
+    repeat_threshold: int = 3
     kind: str = "episode"  # "pressure" for a compiled family cell
     pressure: PressureCell | None = Field(None, description="menu, lane and encoding pressures (seed 002)")
 

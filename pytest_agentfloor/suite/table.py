@@ -95,7 +95,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(rows: list[dict[str, Any]]) -> str:
+def render(rows: list[dict[str, Any]], calibration: list[str] | None = None, evidence: str = "") -> str:
+    """The whole doc: tasks, reference lengths, the calibration section, the tool index, then the
+    measured evidence (docs/ladder-evidence.md, included verbatim: measurements are not generated)."""
     lines = [HEADER, "## Tasks", "",
              "| task | tier | title | domain | tools exposed | required tools | turn budget | call limit "
              "| reference calls | reference turns | variants | instances |",
@@ -122,6 +124,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     total = sum(s["items"] for s in summary)
     lines += ["", f"{len(rows)} tasks, {total} test items per model and run "
                   "(every task × prompt variant × instance).", ""]
+    lines += calibration or []
     required_by: dict[str, set[str]] = {t: set() for t in TOOL_NAMES}
     for r in rows:
         for tool in r["primary"]:
@@ -132,7 +135,8 @@ def render(rows: list[dict[str, Any]]) -> str:
               "| tool | tasks |", "|---|---|"]
     lines += [f"| `{t}` | {', '.join(sorted(required_by[t], key=lambda i: [x['id'] for x in rows].index(i)))} |"
               for t in TOOL_NAMES]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text + ("\n" + evidence.strip() + "\n" if evidence.strip() else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,8 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     cases_dir = Path(args.cases)
     if not cases_dir.is_dir():
         parser.error(f"no cases directory at {cases_dir}")
+    from .calibration import case_rows, render as calibration_section
+
+    evidence = cases_dir.resolve().parent / "docs" / "ladder-evidence.md"
     try:
-        text = render(load_rows(cases_dir))
+        text = render(load_rows(cases_dir), calibration_section(case_rows(cases_dir)),
+                      evidence.read_text("utf-8") if evidence.is_file() else "")
     except CaseError as exc:
         print(exc.render())
         return 1

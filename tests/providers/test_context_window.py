@@ -98,17 +98,18 @@ def test_num_ctx_sized_from_api_show_and_bounded(server: FakeModelServer, case_e
     server.responder = growing(100, 900)
     provider = ollama(server, max_tokens=1024)
     traj = run_episode(case_e1, provider, model="m")
-    # 10-turn episode (agentfloor protocol) with a 1024-token cap: 7168, under the default bound and the model's maximum
-    assert {r["options"]["num_ctx"] for r in server.requests} == {7168}
+    # 13-turn episode (agentfloor protocol, tier E's longest budget) with a 1024-token cap: 1536 + 4992 + 1024
+    # = 7552 -> 8192, under the default bound and the model's maximum
+    assert {r["options"]["num_ctx"] for r in server.requests} == {8192}
     assert server.show_requests == 1  # asked once per provider, not per request
-    assert traj.context_window == 7168 and "131072" in provider.context_source
+    assert traj.context_window == 8192 and "131072" in provider.context_source
 
 
 def test_num_ctx_never_above_the_models_maximum_or_the_users_bound(server: FakeModelServer) -> None:
     server.context_length = 4096
     p = ollama(server, max_tokens=1024)
     p.complete([{"role": "user", "content": "hi"}], [], case=None)
-    assert server.requests[-1]["options"]["num_ctx"] == 4096  # the model cannot do 7168
+    assert server.requests[-1]["options"]["num_ctx"] == 4096  # the model cannot do 8192
     server.context_length = None  # an older server without /api/show
     q = ollama(server, max_tokens=4000, context_window_max=6000)
     q.complete([{"role": "user", "content": "hi"}], [], case=None)
@@ -185,27 +186,27 @@ def test_other_400s_are_not_context_overflows() -> None:
 # -- the embedded server's slots -----------------------------------------------------------------
 def test_slot_context_fits_the_longest_ladder_episode() -> None:
     local = ModelConfig(name="qwen", provider="local")
-    assert slot_context(QWEN_05B, [local]) == 8192  # 7168 needed with the default 1024-token cap
+    assert slot_context(QWEN_05B, [local]) == 8192  # 7552 -> 8192 needed with the default 1024-token cap (13 turns)
     big = ModelConfig(name="qwen", provider="local", max_tokens=2048, context_window=12288)
     assert slot_context(QWEN_05B, [local, big]) == 12288
     greedy = ModelConfig(name="q2", provider="local", max_tokens=4096)  # unset: sized up, not refused
-    assert slot_context(QWEN_05B, [greedy]) == 10240  # 1536 + 3840 + 4096 = 9472 -> 10 x 1024
+    assert slot_context(QWEN_05B, [greedy]) == 11264  # 1536 + 13 x 384 + 4096 = 10624 -> 11 x 1024
     assert slot_context(QWEN_05B, [local], turns=20) == 10240  # tbb: 1536 + 7680 + 1024
 
 
 def test_a_slot_too_small_is_a_clear_start_up_error() -> None:
     small = ModelConfig(name="qwen", provider="local", context_window=4096)
-    with pytest.raises(LocalServerError, match=r"models\.qwen: .*4096 tokens per slot.*needs 7168.*context_window"):
+    with pytest.raises(LocalServerError, match=r"models\.qwen: .*4096 tokens per slot.*needs 8192.*context_window"):
         slot_context(QWEN_05B, [small])
     set_but_short = ModelConfig(name="q2", provider="local", max_tokens=4096, context_window=8192)
-    with pytest.raises(LocalServerError, match=r"max_tokens = 4096 \(needs 10240\)"):
+    with pytest.raises(LocalServerError, match=r"max_tokens = 4096 \(needs 11264\)"):
         slot_context(QWEN_05B, [set_but_short])
 
 
 def test_session_turns_follow_the_protocol() -> None:
-    assert session_turns(None) == 10 == session_turns(PROTOCOLS["agentfloor"]) == session_turns(PROTOCOLS["legacy"])
+    assert session_turns(None) == 13 == session_turns(PROTOCOLS["agentfloor"]) == session_turns(PROTOCOLS["legacy"])
     assert session_turns(PROTOCOLS["tbb"]) == LADDER_MAX_CALL_LIMIT + 2 == 20
-    assert session_turns(resolve_protocol("agentfloor", step_budget_scale=1.5)) == 15
+    assert session_turns(resolve_protocol("agentfloor", step_budget_scale=1.5)) == 20
 
 
 def test_the_ladder_constants_match_the_cases() -> None:
@@ -271,23 +272,23 @@ def test_the_probe_reports_the_context_window_in_force(pytester: pytest.Pytester
     server.responder = lambda body: reply(tool_calls=[("lookup_record", {"record_id": "CUS-4417"})])
     result = pytester.runpytest("cases/tier_A/A1.toml", "--model", "auto-ollama,fixed-openai", "--variants", "v0",
                                 "--instances", "i0")
-    # 1536 + 10 x 384 + 512 = 5888 -> 6144, under the 32768 bound and the model's 40960
+    # 1536 + 13 x 384 + 512 = 7040 -> 7168, under the 32768 bound and the model's 40960
     result.stdout.fnmatch_lines([
         "agentfloor: probe auto-ollama: tool_capable",
-        "agentfloor: probe auto-ollama: context window 6144 tokens (sized for 10-turn episodes, "
+        "agentfloor: probe auto-ollama: context window 7168 tokens (sized for 13-turn episodes, "
         "bound 32768, model maximum 40960)",
         "agentfloor: probe fixed-openai: tool_capable",
         "agentfloor: probe fixed-openai: context window set by the server",
     ])
     data = json.loads((pytester.path / "reports" / "probe.json").read_text())
-    assert data["auto-ollama"]["context_window"] == 6144 and data["fixed-openai"]["context_window"] is None
+    assert data["auto-ollama"]["context_window"] == 7168 and data["fixed-openai"]["context_window"] is None
     recs = [json.loads(x) for x in (pytester.path / "reports" / "runs.jsonl").read_text().splitlines()]
-    assert {r["model"]: r["trajectory"]["context_window"] for r in recs} == {"auto-ollama": 6144, "fixed-openai": None}
+    assert {r["model"]: r["trajectory"]["context_window"] for r in recs} == {"auto-ollama": 7168, "fixed-openai": None}
     # the window in force heads every report: session.json, report.md, report.html and the terminal
     run = json.loads((pytester.path / "reports" / "session.json").read_text())
-    assert run["context_windows"] == {"auto-ollama": 6144, "fixed-openai": None}
+    assert run["context_windows"] == {"auto-ollama": 7168, "fixed-openai": None}
     assert run["protocol"]["name"] == "agentfloor"
-    head = "protocol agentfloor · context auto-ollama 6144, fixed-openai unknown"
+    head = "protocol agentfloor · context auto-ollama 7168, fixed-openai unknown"
     assert head in (pytester.path / "reports" / "report.md").read_text()
     assert head in (pytester.path / "reports" / "report.html").read_text()
     assert head in result.stdout.str()
@@ -304,5 +305,5 @@ def test_an_embedded_slot_too_small_stops_the_session_before_anything_runs(pytes
                                 "--instances", "i0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*local model server: models.tiny-local: a context of 2048 tokens per slot "
-                                 "cannot hold a 10-turn episode with max_tokens = 1024 (needs 7168)*"])
+                                 "cannot hold a 13-turn episode with max_tokens = 1024 (needs 8192)*"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
