@@ -305,6 +305,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _name_changed_cases(config: pytest.Config, items: list[pytest.Item]) -> None:
     """--resume never resumes a run of another case version (the key holds the case hash): say which."""
+    from .items import CaseItem
     from .versions import describe
 
     previous = getattr(config.stash.get(session_key, None), "previous", None) or {}
