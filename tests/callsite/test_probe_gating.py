@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentfloor.callsite.kind import CallSiteKind
-from pytest_agentfloor.kinds import EpisodeKind
+from pytest_agentfloor.suite.kind import EpisodeKind
 from pytest_agentfloor.probe import gate, sends_tools
 from tests.fakeserver import FakeModelServer, reply, status
 
