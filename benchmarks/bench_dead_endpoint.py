@@ -30,7 +30,7 @@ from tests.fakeserver import FakeModelServer, status  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=4, help="runs per variant (5 variants of case A1)")
+    parser.add_argument("--runs", type=int, default=1 if os.environ.get("AGENTFLOOR_BENCH_SMOKE") else 4, help="runs per variant (5 variants of case A1)")
     args = parser.parse_args()
     code = os.environ.get("PYTHONPATH") or str(REPO)
     with tempfile.TemporaryDirectory() as tmp, FakeModelServer(lambda body: status(502, "bad gateway")) as server:

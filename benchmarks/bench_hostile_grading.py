@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,7 @@ def traj(output: str) -> Trajectory:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=1 if os.environ.get("AGENTFLOOR_BENCH_SMOKE") else 3)
     args = p.parse_args()
     print(f"{'hostile output':32} {'worst s':>8}  verdict")
     for name, (grader, output) in HOSTILE.items():

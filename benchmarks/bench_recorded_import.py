@@ -29,7 +29,7 @@ from pytest_agentfloor.providers.recorded import read_outputs  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--models", type=int, default=9)
+    p.add_argument("--models", type=int, default=1 if os.environ.get("AGENTFLOOR_BENCH_SMOKE") else 9)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

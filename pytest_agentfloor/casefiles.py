@@ -39,14 +39,20 @@ LADDER_KEYS = frozenset({"id", "tier"})
 HEAD_BYTES = 16384
 
 
-def _declared_kind(path: Path) -> str | None:
+def _top(path: Path) -> str | None:
+    """The file's head before its first [table] header (where a declaring key must sit); None: unreadable."""
     try:
         with open(path, "rb") as fh:
             text = fh.read(HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
     table = _TABLE.search(text)
-    found = _KIND.search(text[:table.start()] if table else text)
+    return text[:table.start()] if table else text
+
+
+def _declared_kind(path: Path) -> str | None:
+    top = _top(path)
+    found = _KIND.search(top) if top is not None else None
     return found.group("kind") if found else None
 
 
@@ -56,15 +62,9 @@ def shaped_as_case(path: Path) -> bool:
     Deliberately a text check, not a parse: a case file with a syntax error must still be
     collected (and reported as a collection error), and nothing else is parsed at all.
     """
-    if path.suffix != ".toml":
+    top = _top(path) if path.suffix == ".toml" else None
+    if top is None:
         return False
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read(HEAD_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return False
-    table = _TABLE.search(text)
-    top = text[:table.start()] if table else text
     declared = _KIND.search(top)
     if declared:
         return declared.group("kind") in collected_kinds()

@@ -141,8 +141,9 @@ class CassetteStore:
         if item is not None:
             entry.update(task=item[0], variant=item[1], instance=item[2], run=item[3], turn=turn)
         data = asdict(reply)
-        if data.get("cost_usd") is None:  # only recorded outputs carry one: cassettes keep their earlier form
-            data.pop("cost_usd", None)
+        for optional in ("cost_usd", "refusal"):  # set only for recorded outputs / server refusals:
+            if data.get(optional) is None:  # cassettes keep their earlier form otherwise
+                data.pop(optional, None)
         self._log.append({**entry, "reply": data})
 
     def close(self) -> None:

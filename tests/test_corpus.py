@@ -148,7 +148,8 @@ def test_resume_reruns_items_whose_case_changed(bench: pytest.Pytester) -> None:
     case.write_text(case.read_text() + "\n# gold corrected\n")
     result = bench.runpytest("cases/tier_B/B1.toml", "--model", "oracle", "--instances", "i0", "--agentfloor-resume")
     result.assert_outcomes(passed=5)
-    assert "resumed" not in result.stdout.str()
+    assert "resumed 0" not in result.stdout.str() and "item(s) from runs.jsonl" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*--resume: *B1; their items run again*"])
 
 
 def test_regrade_reports_changed_outcomes_without_a_model(bench: pytest.Pytester) -> None:

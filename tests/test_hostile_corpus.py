@@ -294,8 +294,8 @@ OPTIONS = [
            files={"s.json": "{}"}),
     option("baseline summary not JSON", ["--agentfloor-baseline", "s.json"], "--agentfloor-baseline s.json: not valid JSON",
            files={"s.json": "{"}),
-    option("runs in ini", [], "--agentfloor-runs", "got 0", files={"pytest.ini": "[pytest]\nagentfloor_runs = 0\n"}),
-    option("margin in ini", [], "--agentfloor-margin", "got 'nan'", files={"pytest.ini": "[pytest]\nagentfloor_margin = nan\n"}),
+    option("runs in ini", [], "ini setting agentfloor_runs in", "got 0", files={"pytest.ini": "[pytest]\nagentfloor_runs = 0\n"}),
+    option("margin in ini", [], "ini setting agentfloor_margin in", "got 'nan'", files={"pytest.ini": "[pytest]\nagentfloor_margin = nan\n"}),
 ]
 
 RECORD = None  # a valid record of the GOOD case, filled in once per session (see `good_record`)

@@ -78,6 +78,9 @@ MUTATIONS = {
 }
 
 
+AGENTFLOOR_LENIENT = ("wrong-decision", "repeated-read")
+
+
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 @pytest.mark.parametrize("fid", sorted(FAMILIES))
 def test_mutations_are_rejected_by_the_intended_obligation(fid: str, name: str) -> None:
@@ -85,7 +88,10 @@ def test_mutations_are_rejected_by_the_intended_obligation(fid: str, name: str) 
     (v, w, d), mutate, code = MUTATIONS[name]
     case = compile_cell(fam, intent, v, w, d, "fixed", "h")
     mutant = mutate(case)
-    _, g = play(mutant, protocol="agentfloor")
+    # under agentfloor (seed 000's harness rules) a wrong submission is rejected and may be retried and
+    # a single repeat is no violation: those two mutations are audited under the pressures' own tbb contract
+    protocol = "tbb" if name in AGENTFLOOR_LENIENT else "agentfloor"
+    _, g = play(mutant, protocol=protocol)
     assert not g.passed and g.first_unmet.code == code, g.first_unmet and g.first_unmet.describe()
 
 

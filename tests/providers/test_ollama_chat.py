@@ -74,8 +74,8 @@ def test_request_uses_native_chat_with_options(server: FakeModelServer) -> None:
     assert rec.path == "/api/chat"
     assert body["model"] == "qwen3:4b"
     assert body["stream"] is False
-    # num_ctx: sized for a 10-turn ladder episode: 1536 + 10 * 384 + 77 rounded up to 1024s
-    assert body["options"] == {"temperature": 0.2, "seed": 11, "num_predict": 77, "num_ctx": 6144}
+    # num_ctx: sized for the longest ladder episode (13 turns, E2/E5): 1536 + 13 * 384 + 77 rounded up to 1024s
+    assert body["options"] == {"temperature": 0.2, "seed": 11, "num_predict": 77, "num_ctx": 7168}
     assert body["think"] is False
     assert body["tools"] == TOOLS
     assert body["messages"] == USER

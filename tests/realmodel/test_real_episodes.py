@@ -44,9 +44,13 @@ def test_tiers_A_and_B_run_graded_with_a_record_per_item(pytester: pytest.Pytest
         if any(t["finish_reason"] != "malformed" for t in turns):  # a reply the server could not parse has no usage
             assert r["tokens_in"] > 0 and r["tokens_out"] > 0 and r["latency_s"] > 0
         assert sum(t["tokens_in"] for t in turns) == r["tokens_in"]
-    # the records' tokens are exactly the server's usage, summed over the turns that were kept
-    assert sum(r["tokens_in"] for r in recs) == sum(u[0] for u in recorder.usage)
-    assert sum(r["tokens_out"] for r in recs) == sum(u[1] for u in recorder.usage)
+    # the records' tokens are exactly the server's chat-completion usage, summed over the turns that were
+    # kept; a turn the server refused to parse was asked again as a plain completion (providers/local.py),
+    # whose usage the proxy does not read, so it adds to the records' side only
+    refused = any(t.get("refusal") for r in recs for t in r["trajectory"]["turns"])
+    for i in (0, 1):
+        kept, served = sum(r[("tokens_in", "tokens_out")[i]] for r in recs), sum(u[i] for u in recorder.usage)
+        assert kept >= served if refused else kept == served
     assert 'property name="tokens_in"' in (pytester.path / "out.xml").read_text()
 
 

@@ -117,4 +117,7 @@ def test_a_mix_of_faults_over_a_tier_loses_no_record(pytester: pytest.Pytester, 
     recs = records(pytester)
     assert sorted(r["task"] for r in recs) == ["A1", "A2", "A3", "A4", "A5"]
     assert sum(r["infra_error"] for r in recs) == result.parseoutcomes().get("errors", 0)
-    assert len(proxy.log) >= len(faults)  # every scripted fault was served
+    # every scripted fault was served, unless the run of failures paused the endpoint first (after 5 in a
+    # row the remaining requests end at once as infrastructure errors naming it: providers/base.py)
+    assert len(proxy.log) >= len(faults) or any("paused, probed again" in (r.get("error") or "") for r in recs), \
+        (proxy.log, [r.get("error") for r in recs])

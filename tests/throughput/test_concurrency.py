@@ -247,7 +247,8 @@ def test_windowed_scheduler_tops_up_by_the_window_and_shuts_down_at_the_end(pyte
     pytest.importorskip("xdist")
     from pytest_agentfloor.prefetch import make_scheduler
 
-    config = pytester.parseconfigure("-p", "xdist", "--tx", "2*popen", "--dist", "load", "--agentfloor-concurrency", "4")
+    config = pytester.parseconfigure("-p", "xdist", "--tx", "2*popen", "--dist", "load", "--agentfloor-concurrency", "4",
+                                     "--agentfloor-model", "oracle")  # a benchmark run: a plain one stays inert
     sched = make_scheduler(config, None)
     assert sched is not None and sched.depth == 10  # 2 x 4 look-ahead, the running item and the held-back one
     nodes = [_Node("gw0"), _Node("gw1")]
