@@ -77,7 +77,7 @@ def test_failure_messages_and_junit_never_carry_escape_sequences(pytester: pytes
 
 
 def test_markdown_cells_escape_markup_from_names(tmp_path: Path) -> None:
-    from pytest_agentfloor.report.files import TextTable
+    from pytest_agentfloor.report.format import TextTable
     from pytest_agentfloor.report.markdown import md_table
 
     table = TextTable(key="t", title="t", headers=["model", "TCR"], align="lr")

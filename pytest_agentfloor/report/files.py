@@ -26,14 +26,7 @@ from typing import Any
 from ..results import PROPERTY_FIELDS
 from ..stats import Summary, aggregate
 from ..stats.diagnostics import counts_from_trajectory
-from .format import (  # noqa: F401 - re-exported for callers that import the formats from here
-    DASH, UNKNOWN, UNRELIABLE, TextTable, ci_pct, ci_pp, params, pct, pct_num, pricing_text, pval,
-    secs, signed, tcr_class, tokens, usd, verdict)
-from .tables import (  # noqa: F401 - re-exported likewise
-    TERMINAL_FLAG_SHORT, config_line, cost_by_tier_table, cost_table, decision_caption, diagnostics_table,
-    failure_modes_present, failure_table, instance_table, interval_caption, judge_line, judge_table, models_table,
-    paired_table, pareto_lines, recipes_table, reliability_table, scope_label, tcr_long_table, tcr_matrix_table,
-    unmet_table)
+from .tables import config_line
 
 #: the files written by :func:`write_reports`, in writing order
 REPORT_FILES: tuple[str, ...] = ("summary.json", "tcr.csv", "report.md", "report.html")

@@ -18,7 +18,8 @@ import pytest
 
 from pytest_agentfloor.report import REPORT_FILES, build_summary, models_meta_from_records, write_reports
 from pytest_agentfloor.report.cli import main
-from pytest_agentfloor.report.files import prepare_records, usd
+from pytest_agentfloor.report.files import prepare_records
+from pytest_agentfloor.report.format import usd
 from pytest_agentfloor.results import PROPERTY_FIELDS
 
 TIER_TASKS = {"A0": ["A01", "A02"], "A": ["A1", "A2"], "B": ["B1", "B2"], "C": ["C1"], "D": ["D1"], "E": ["E1"]}
