@@ -43,6 +43,11 @@ if os.environ.get("AGENTFLOOR_TEST_HOSTILE_ENV", "").strip() == "1":
     for _key, _value in HOSTILE_ENV.items():
         os.environ.setdefault(_key, _value)
 
+#: The suite runs its llama.cpp servers on one thread (the product's default is every core): under
+#: `-n auto` the other worker keeps the second core busy, and two spin-waiting server threads on a
+#: busy core made the same request take 1.6-28 s (docs/local-model.md). Inherited by subprocesses.
+os.environ.setdefault("AGENTFLOOR_LOCAL_THREADS", "1")
+
 #: fixtures that start the embedded model; a test using one must carry the realmodel marker
 LOCAL_EXTRA_FIXTURES = frozenset({"qwen_server", "smollm2_server"})
 

@@ -100,8 +100,8 @@ def classify(cmd: str) -> str:
         return "shell"
     if words[0] == "pip":
         return "install"
-    if words == ["pytest"] or (words[0] == "pytest" and any(w.startswith("tests") for w in words[1:])):
-        return "suite"
+    if words[0] == "pytest" and not any(w.startswith("cases") for w in words[1:]) and "--model" not in words:
+        return "suite"  # `pytest`, `pytest -n auto`, `pytest tests/...`: the plugin's own suite
     if words[0] == "pytest":
         builtin = set(builtin_models())
         models = {m for i, w in enumerate(words) if w == "--model" for m in words[i + 1].split(",")}

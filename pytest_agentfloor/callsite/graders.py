@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..grading.obligations import Verdict
-from .parsers import read_code, read_json_array, read_label, unfence  # noqa: F401  (unfence: public API)
+from .parsers import read_code, read_json_array, read_label
 from .schema import _ENTITY, AGENT_FUNCTIONS, Action, CallSiteCase
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -253,7 +253,7 @@ def grade_planner(case: CallSiteCase, output: str) -> Outcome:
     the deployed one, like the authors' harness, checks names and descriptions are present.
     """
     assert case.plan is not None
-    gold, inst, parser = case.plan, case.installation, case.parser_name
+    gold, parser = case.plan, case.parser_name
     details: dict[str, Any] = {"refused": False, "actionable": not gold.refuse}
     steps, why = read_json_array(output, parser)
     if steps is None:

@@ -71,12 +71,15 @@ def find_binary() -> Path:
 
 
 def default_threads() -> int:
-    """Half the cores (at least one): measured on 2 cores shared with pytest and other processes, one
-    thread answered a probe in a steady ~2.1 s, while two spin-waiting threads ranged 1.6-28 s."""
+    """Every core, as llama-server itself: while a benchmark run waits on its model the machine is
+    otherwise idle, and two threads read prompts and generate twice as fast as one on 2 cores
+    (llama-bench, docs/local-model.md). On cores that other work keeps busy llama.cpp's spin-waiting
+    threads stall each other; set `threads` in models.toml or $AGENTFLOOR_LOCAL_THREADS there (the
+    plugin's own test suite runs its servers on one thread, tests/conftest.py)."""
     raw = os.environ.get(THREADS_ENV, "").strip()
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
-    return max(1, (os.cpu_count() or 2) // 2)
+    return max(1, os.cpu_count() or 1)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

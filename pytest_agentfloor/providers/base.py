@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, TypeVar
 
-from ..config import is_loopback, redact_text  # noqa: F401 (is_loopback: the providers' import)
+from ..config import redact_text
 from .endpoints import HOLD_STATUSES, RETRY_AFTER_CAP_S, Endpoint, current_net, note_waited
 from .endpoints import endpoint as shared_endpoint
 

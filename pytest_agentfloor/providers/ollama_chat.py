@@ -23,11 +23,11 @@ import httpx
 import ollama
 import pydantic
 
-from ..config import redact_url
+from ..config import is_loopback, redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 from .endpoints import endpoint as shared_endpoint
 from .endpoints import note_served
@@ -165,7 +165,7 @@ class OllamaProvider(FreshClientOnExpiry):
         source = f"sized for {self.episode_turns}-turn episodes, bound {bound}"
         if self._model_max:
             if self._model_max < value:
-                value, source = self._model_max, f"the model's maximum from /api/show (episodes want more)"
+                value, source = self._model_max, "the model's maximum from /api/show (episodes want more)"
             else:
                 source += f", model maximum {self._model_max}"
         self.context_window, self.context_source = value, source

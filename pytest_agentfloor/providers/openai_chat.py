@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from ..config import redact_url
+from ..config import is_loopback, redact_url
 from ..context import LADDER_MAX_TURNS
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_loopback,
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow,
                    parse_retry_after, request_bound, seconds_text, with_retries)
 from .endpoints import endpoint as shared_endpoint
 from .endpoints import note_served

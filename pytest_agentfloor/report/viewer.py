@@ -224,7 +224,6 @@ def _serve(path: Path, port: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m pytest_agentfloor view RUNS.jsonl [RUNS.jsonl ...] [--out FILE] [--serve [--port N]]``."""
-    import argparse
     import sys
 
     from .args import OneLineParser as _Parser, whole_number

@@ -183,7 +183,7 @@ def test_stall_past_timeout_is_retried_then_reported(sleeps: list[float]) -> Non
         assert len(server.requests) == 2
     elapsed = time.perf_counter() - start
     assert info.value.transient and "timed out after 0.5s" in str(info.value)
-    assert elapsed < 1.9
+    assert elapsed < 4  # the two stalls alone would take 4 s: the timeout cut them (a hang guard, not a timing)
 
 
 def test_dropped_connection_is_transient(server: FakeModelServer, sleeps: list[float]) -> None:

@@ -175,7 +175,7 @@ def test_stall_past_timeout_is_retried_then_reported(sleeps: list[float]) -> Non
     elapsed = time.perf_counter() - start  # includes shutting down with a handler still stalled
     assert info.value.transient
     assert "timed out after 0.5s" in str(info.value)
-    assert elapsed < 1.9
+    assert elapsed < 4  # the two stalls alone would take 4 s: the timeout cut them (a hang guard, not a timing)
 
 
 def test_dropped_connection_is_transient(server: FakeModelServer, sleeps: list[float]) -> None:

@@ -26,15 +26,21 @@ def recorder(qwen_server: LocalServer) -> Iterator[FaultProxy]:
         yield proxy
 
 
+# Two tasks of each tier: one single-call and one multi-step. All ten ran here until the ladder's
+# budgets doubled (issue 26); at 512 tokens a turn that took six minutes of the CI budget on 2 cores
+# without checking anything these four do not.
+CASES = ("tier_A/A1", "tier_A/A3", "tier_B/B1", "tier_B/B2")
+
+
 def test_tiers_A_and_B_run_graded_with_a_record_per_item(pytester: pytest.Pytester, recorder: FaultProxy) -> None:
     recorder.reset()
-    bench_dir(pytester, recorder.openai_url, max_tokens=512, timeout_s=120, retries=1)
-    result = run(pytester, "cases/tier_A", "cases/tier_B")
+    bench_dir(pytester, recorder.openai_url, cases=CASES, max_tokens=256, timeout_s=120, retries=1)
+    result = run(pytester)
     outcomes = result.parseoutcomes()
-    assert outcome_total(result) == 10, result.stdout.str()
+    assert outcome_total(result) == len(CASES), result.stdout.str()
     assert outcomes.get("errors", 0) == 0, result.stdout.str()  # the model fails or passes; the setup holds
     recs = records(pytester)
-    assert sorted(r["task"] for r in recs) == ["A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5"]
+    assert sorted(r["task"] for r in recs) == [c.split("/")[1] for c in CASES]
     assert sum(r["passed"] for r in recs) == outcomes.get("passed", 0)
     for r in recs:
         assert not r["infra_error"] and r["termination"] != "provider_error"

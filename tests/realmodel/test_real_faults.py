@@ -77,7 +77,7 @@ def test_a_server_that_never_answers_cannot_hang_the_run(pytester: pytest.Pytest
     elapsed = time.perf_counter() - t
     result.assert_outcomes(errors=1)
     assert "timed out after 1.5s" in result.stdout.str()
-    assert elapsed < 12, f"took {elapsed:.1f}s"
+    assert elapsed < 30, f"took {elapsed:.1f}s"  # two 15 s stalls would be 30 s: a hang guard, not a timing
     (rec,) = records(pytester)
     assert rec["infra_error"]
 
