@@ -107,7 +107,8 @@ _CONTEXT_OVERFLOW = re.compile(
     r"|maximum context length"
     r"|context (window|overflow|size) (is )?(exceeded|too small|full)"
     r"|prompt is too long|too many (prompt |input )?tokens"
-    r"|input (length|tokens?) exceeds?|longer than the (model'?s? )?context",
+    r"|input (length|tokens?) exceeds?|longer than the (model'?s? )?context"
+    r"|too long for (the |this )?(model'?s? )?context",
     re.IGNORECASE)
 
 

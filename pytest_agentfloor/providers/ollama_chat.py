@@ -32,6 +32,9 @@ from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, Provi
 from .endpoints import endpoint as shared_endpoint
 from .endpoints import note_served
 
+#: below this a reported context length is no window (the probe's own prompt takes some 300 tokens)
+MIN_MODEL_CONTEXT = 512
+
 if TYPE_CHECKING:
     from ..config import ModelConfig
     from ..suite.schema import ResolvedCase
@@ -117,7 +120,7 @@ class OllamaProvider(FreshClientOnExpiry):
         #: options.num_ctx of the last request, and where it came from
         self.context_window: int | None = config.context_window
         self.context_source = "models.toml context_window" if config.context_window else "not yet sized"
-        self._model_max: int | None = None
+        self._model_max: int | str | None = None
         self._asked = False
         #: the session's longest episode in model turns (set by make_provider from the protocol)
         self.episode_turns = LADDER_MAX_TURNS
@@ -163,7 +166,9 @@ class OllamaProvider(FreshClientOnExpiry):
             self._model_max = self._ask_model_max()
         value = min(context_need(self.episode_turns, cfg.max_tokens), bound)
         source = f"sized for {self.episode_turns}-turn episodes, bound {bound}"
-        if self._model_max:
+        if isinstance(self._model_max, str):  # what /api/show said cannot be a context length
+            source += f"; /api/show's context_length {self._model_max} ignored (not a plausible window)"
+        elif self._model_max:
             if self._model_max < value:
                 value, source = self._model_max, "the model's maximum from /api/show (episodes want more)"
             else:
@@ -171,15 +176,18 @@ class OllamaProvider(FreshClientOnExpiry):
         self.context_window, self.context_source = value, source
         return value
 
-    def _ask_model_max(self) -> int | None:
-        """The model's context length from /api/show (`<arch>.context_length`), or None if unknown."""
+    def _ask_model_max(self) -> int | str | None:
+        """The model's context length from /api/show (`<arch>.context_length`), None if unknown, or the
+        value as text when it is no plausible window (a bool, a float, fewer tokens than the probe's own
+        prompt): the server's word is not trusted to end every item in a context error."""
         try:
             with self._client_for_request() as (client, on_expire):
                 info = call_within(lambda: client.show(self.config.model), request_bound(self.config.timeout_s),
                                    on_expire=on_expire)
             for key, value in (getattr(info, "modelinfo", None) or {}).items():
-                if str(key).endswith(".context_length") and isinstance(value, int) and value > 0:
-                    return value
+                if str(key).endswith(".context_length"):
+                    plausible = isinstance(value, int) and not isinstance(value, bool) and value >= MIN_MODEL_CONTEXT
+                    return value if plausible else repr(value)[:40]
         except Exception:  # an older server, a proxy without the route: size without the maximum
             return None
         return None

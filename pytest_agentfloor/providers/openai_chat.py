@@ -320,12 +320,21 @@ def _short(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _detail(detail: Any) -> Any:
+    """FastAPI's error body, ``{"detail": "text"}`` or ``{"detail": [{"loc": [...], "msg": "text"}, ...]}``
+    (servers built on it: TGI's router, many proxies), as the text it holds."""
+    if isinstance(detail, list):
+        parts = [d.get("msg") for d in detail[:5] if isinstance(d, dict)]
+        return "; ".join(p for p in parts if isinstance(p, str)) or None
+    return detail
+
+
 def _status_message(exc: "openai.APIStatusError") -> str:
     try:
         body = exc.body
         msg: Any = None
         if isinstance(body, dict):
-            msg = body.get("message") or body.get("error")
+            msg = body.get("message") or body.get("error") or _detail(body.get("detail"))
             if isinstance(msg, dict):
                 msg = msg.get("message")
         if not msg or not isinstance(msg, (str, int, float)):

@@ -27,7 +27,7 @@ from pytest_agentfloor.providers.base import is_context_overflow
 from pytest_agentfloor.providers.ollama_chat import OllamaProvider
 from pytest_agentfloor.providers.openai_chat import OpenAIProvider
 from pytest_agentfloor.suite.loader import load_case, resolve
-from tests.fakeserver import FakeModelServer, reply, status
+from tests.fakeserver import FakeModelServer, raw, reply, status
 
 REPO = Path(__file__).resolve().parents[2]
 E1 = REPO / "cases" / "tier_E" / "E1.toml"
@@ -116,6 +116,28 @@ def test_num_ctx_never_above_the_models_maximum_or_the_users_bound(server: FakeM
     assert server.requests[-1]["options"]["num_ctx"] == 6000  # wants 9216, the user's bound says 6000
 
 
+@pytest.mark.parametrize("reported", [True, 1, 0, -5, 511, 4096.0, "8192", None])
+def test_an_implausible_api_show_maximum_is_ignored_and_said(server: FakeModelServer, reported: object) -> None:
+    """`true` (an int to Python) was sent as num_ctx, and a 1-token maximum made every item a context error."""
+    server.context_length = reported  # type: ignore[assignment]
+    p = ollama(server, max_tokens=1024)
+    p.complete([{"role": "user", "content": "hi"}], [], case=None)
+    num_ctx = server.requests[-1]["options"]["num_ctx"]
+    assert type(num_ctx) is int and num_ctx == 8192  # sized for the episodes, as without /api/show
+    if reported is None:  # no /api/show: nothing to say
+        assert "ignored" not in p.context_source
+    else:
+        assert f"/api/show's context_length {reported!r} ignored" in p.context_source
+
+
+def test_the_smallest_plausible_maximum_is_kept(server: FakeModelServer) -> None:
+    server.context_length = 512
+    p = ollama(server, max_tokens=128)
+    p.complete([{"role": "user", "content": "hi"}], [], case=None)
+    assert server.requests[-1]["options"]["num_ctx"] == 512
+    assert "the model's maximum from /api/show" in p.context_source
+
+
 # -- detection of a cut prompt -------------------------------------------------------------------
 def test_prompt_cut_rules_worked_by_hand() -> None:
     assert prompt_cut(2048, 1900, 2048) is not None  # reaches the window
@@ -174,6 +196,26 @@ def test_a_400_context_overflow_is_the_context_limit_termination(server: FakeMod
     assert ("options.num_ctx" if wire == "ollama" else "--ctx-size") in traj.error
     result = grade(case_e1, traj)
     assert terminal_flag(traj) == "context_limit" and not result.passed
+
+
+@pytest.mark.parametrize("body", [
+    {"detail": "Input is too long for this model's context window (9000 > 8192 tokens)"},
+    {"detail": [{"loc": ["body", "messages"], "msg": "prompt is too long: 9000 tokens", "type": "value_error"}]},
+])
+def test_a_fastapi_detail_body_keeps_its_message_and_its_overflow_is_recognised(server: FakeModelServer, case_e1,
+                                                                                 body: dict) -> None:
+    server.push(reply(tool_calls=[("lookup_record", {"record_id": "CUS-1"})]), raw(body, code=400))
+    traj = run_episode(case_e1, openai_(server, retries=2), model="m")
+    assert traj.termination == "context_limit", traj.error
+    assert "too long" in traj.error and "{" not in traj.error.split("HTTP 400:", 1)[1]  # the text, not the dict
+
+
+def test_a_fastapi_detail_that_is_no_overflow_is_an_error_with_its_text(server: FakeModelServer, case_e1) -> None:
+    server.push(raw({"detail": [{"loc": ["body", "tools"], "msg": "field required", "type": "missing"},
+                                {"loc": ["body", "model"], "msg": "unknown model", "type": "value_error"}]}, code=422))
+    traj = run_episode(case_e1, openai_(server, retries=0), model="m")
+    assert traj.termination != "context_limit"
+    assert "HTTP 422: field required; unknown model" in (traj.error or "")
 
 
 def test_other_400s_are_not_context_overflows() -> None:
