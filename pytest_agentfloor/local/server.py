@@ -79,7 +79,11 @@ def default_threads() -> int:
     raw = os.environ.get(THREADS_ENV, "").strip()
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
-    return max(1, os.cpu_count() or 1)
+    try:
+        usable = len(os.sched_getaffinity(0))  # the cores this process may run on, not the host's
+    except (AttributeError, OSError):  # macOS, Windows
+        usable = os.cpu_count() or 1
+    return max(1, usable)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
