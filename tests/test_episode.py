@@ -19,7 +19,7 @@ from pytest_agentfloor.episode import run_episode
 from pytest_agentfloor.providers.base import MalformedReply, ProviderError, Reply, ToolCallOut
 from pytest_agentfloor.providers.scripted import ScriptedProvider
 from pytest_agentfloor.suite.loader import load_case, resolve
-from tests.fakeserver import FakeModelServer, reply
+from tests.fakeserver import FakeModelServer
 from tests.test_provider_episodes import follow_reference
 
 REPO = Path(__file__).resolve().parents[1]

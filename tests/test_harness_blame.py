@@ -31,7 +31,7 @@ def records(pytester: pytest.Pytester) -> list[dict[str, Any]]:
 
 
 def model_toml(url: str, **extra: Any) -> str:
-    lines = [f"[models.fake]", 'provider = "openai"', 'model = "tiny"', f'base_url = "{url}"',
+    lines = ["[models.fake]", 'provider = "openai"', 'model = "tiny"', f'base_url = "{url}"',
              "retries = 0", "timeout_s = 30"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
     return "\n".join(lines) + "\n"

@@ -259,7 +259,7 @@ def test_the_same_case_id_in_two_files_is_a_collection_error_naming_both(bench: 
     result = bench.runpytest("cases", "-m", "tier_A", "--model", "fault-resign", "--variants", "v0",
                              "--instances", "i0")
     result.assert_outcomes(failed=5, errors=1)
-    result.stdout.fnmatch_lines([f"*ERROR collecting cases/zz_more/tier_A/A1.toml*",
+    result.stdout.fnmatch_lines(["*ERROR collecting cases/zz_more/tier_A/A1.toml*",
                                  f"invalid case file {second}:",
                                  f"  id: case id 'A1' is already defined in {first}; every case file needs its own id"])
     assert result.ret != 0

@@ -19,7 +19,7 @@ from pytest_agentfloor.callsite.schema import Installation
 from pytest_agentfloor.suite.loader import CaseError
 from pytest_agentfloor.trajectory import Trajectory, Turn
 
-from .helpers import HOME, case, js
+from .helpers import case, js
 
 
 def rule(outcome) -> str | None:
