@@ -59,6 +59,24 @@ def test_bad_server_fields_name_file_model_and_field(tmp_path: Path, body: str, 
     assert message in str(err.value)
 
 
+def test_default_threads_are_the_usable_cores_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from pytest_agentfloor.local import server
+
+    monkeypatch.delenv(server.THREADS_ENV, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert default_threads() == 3  # the cores this process may use, not the host's 64
+    monkeypatch.delattr(os, "sched_getaffinity")  # macOS, Windows
+    assert default_threads() == 64
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert default_threads() == 1
+    for raw, expected in (("2", 2), (" 1 ", 1), ("0", 1), ("lots", 1)):  # a bad value falls back
+        monkeypatch.setenv(server.THREADS_ENV, raw)
+        assert default_threads() == expected
+
+
 def test_server_fields_are_not_part_of_a_runs_condition() -> None:
     """Resuming a run with other slots or threads continues it (they set speed, not the measurement);
     records written before the fields existed keep their fingerprint."""
