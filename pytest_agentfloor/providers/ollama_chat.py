@@ -120,7 +120,7 @@ class OllamaProvider(FreshClientOnExpiry):
         #: options.num_ctx of the last request, and where it came from
         self.context_window: int | None = config.context_window
         self.context_source = "models.toml context_window" if config.context_window else "not yet sized"
-        self._model_max: int | str | None = None
+        self._model_max: object = None  # what /api/show reported as the context length, unchecked
         self._asked = False
         #: the session's longest episode in model turns (set by make_provider from the protocol)
         self.episode_turns = LADDER_MAX_TURNS
@@ -166,28 +166,28 @@ class OllamaProvider(FreshClientOnExpiry):
             self._model_max = self._ask_model_max()
         value = min(context_need(self.episode_turns, cfg.max_tokens), bound)
         source = f"sized for {self.episode_turns}-turn episodes, bound {bound}"
-        if isinstance(self._model_max, str):  # what /api/show said cannot be a context length
-            source += f"; /api/show's context_length {self._model_max} ignored (not a plausible window)"
-        elif self._model_max:
-            if self._model_max < value:
-                value, source = self._model_max, "the model's maximum from /api/show (episodes want more)"
+        reported = self._model_max
+        if isinstance(reported, int) and not isinstance(reported, bool) and reported >= MIN_MODEL_CONTEXT:
+            if reported < value:
+                value, source = reported, "the model's maximum from /api/show (episodes want more)"
             else:
-                source += f", model maximum {self._model_max}"
+                source += f", model maximum {reported}"
+        elif reported is not None:  # a bool, a float, a string, a window smaller than the probe's prompt
+            source += f"; /api/show's context_length {repr(reported)[:40]} ignored (not a plausible window)"
         self.context_window, self.context_source = value, source
         return value
 
-    def _ask_model_max(self) -> int | str | None:
-        """The model's context length from /api/show (`<arch>.context_length`), None if unknown, or the
-        value as text when it is no plausible window (a bool, a float, fewer tokens than the probe's own
-        prompt): the server's word is not trusted to end every item in a context error."""
+    def _ask_model_max(self) -> object:
+        """What /api/show reports as the model's context length (`<arch>.context_length`), None if
+        nothing; `num_ctx` checks it, since the server's word is not trusted to end every item in a
+        context error."""
         try:
             with self._client_for_request() as (client, on_expire):
                 info = call_within(lambda: client.show(self.config.model), request_bound(self.config.timeout_s),
                                    on_expire=on_expire)
             for key, value in (getattr(info, "modelinfo", None) or {}).items():
                 if str(key).endswith(".context_length"):
-                    plausible = isinstance(value, int) and not isinstance(value, bool) and value >= MIN_MODEL_CONTEXT
-                    return value if plausible else repr(value)[:40]
+                    return value
         except Exception:  # an older server, a proxy without the route: size without the maximum
             return None
         return None

@@ -15,8 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_agentfloor.config import ModelConfig
-from pytest_agentfloor.config import is_loopback
+from pytest_agentfloor.config import ModelConfig, is_loopback
 from pytest_agentfloor.providers.ollama_chat import OllamaProvider
 from pytest_agentfloor.providers.openai_chat import OpenAIProvider
 from tests.fakeserver import FakeModelServer

@@ -26,9 +26,9 @@ def recorder(qwen_server: LocalServer) -> Iterator[FaultProxy]:
         yield proxy
 
 
-# Two tasks of each tier: one single-call and one multi-step. All ten ran here until the ladder's
-# budgets doubled (issue 26); at 512 tokens a turn that took six minutes of the CI budget on 2 cores
-# without checking anything these four do not.
+# Two tasks of each tier: one single-call and one multi-step. All ten ran here at 512 tokens a turn
+# until the ladder's budgets grew (issue 26): six minutes of CI's budget on 2 cores, checking
+# nothing these four do not.
 CASES = ("tier_A/A1", "tier_A/A3", "tier_B/B1", "tier_B/B2")
 
 
