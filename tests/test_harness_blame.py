@@ -194,6 +194,27 @@ def test_the_embedded_servers_refusal_keeps_the_models_text_graded_as_text(tier_
     assert rec["tokens_out"] == 9
 
 
+def test_calls_in_the_templates_format_that_the_server_refused_are_the_models_calls(tier_a: pytest.Pytester) -> None:
+    # llama-server's parser reads one declared call; two, or one to a tool not on the menu, it refuses,
+    # although they are what the embedded model's template asks for (tests/realmodel/test_template_formats.py)
+    written = ('{"name": "get_attribute", "arguments": {"record_id": "INV-Q7P2K", "attribute": "units_on_hand"}}\n'
+               '{"name": "search_everything", "arguments": {"q": "INV-Q7P2K"}}')
+    refusal = "The model produced output that does not match the expected peg-native format"
+    with FakeModelServer(lambda body: status(500, refusal)) as server:
+        server.raw_text = written
+        tier_a.path.joinpath("models.toml").write_text(
+            model_toml(server.openai_url).replace('provider = "openai"', 'provider = "local"'))
+        result = tier_a.runpytest("cases/tier_A/A1.toml", "--model", "fake", "--variants", "v0", "--instances",
+                                  "i0", "--no-probe")
+    assert result.parseoutcomes() == {"failed": 1}
+    (rec,) = records(tier_a)
+    turn = rec["trajectory"]["turns"][0]
+    assert [c["name"] for c in turn["calls"]] == ["get_attribute", "search_everything"], turn
+    assert "read as 2 call(s)" in turn["refusal"] and refusal in turn["refusal"]
+    assert not turn["leaked_call"] and not rec["infra_error"]
+    assert rec["failure_mode"] == "F1"  # the undeclared tool: the model's own hallucinated tool
+
+
 def test_without_the_raw_text_the_refusal_stands_as_the_models_malformed_call(tier_a: pytest.Pytester) -> None:
     with FakeModelServer(lambda body: status(500, "Failed to parse input at pos 3")) as server:
         tier_a.path.joinpath("models.toml").write_text(

@@ -15,10 +15,13 @@ When the model's output cannot be parsed into the tool-call format its chat temp
 llama-server answers HTTP 500 with a parse error and not the text. The OpenAI provider reads that
 as the model's malformed call; here, on llama.cpp's own server, the text is asked for again
 without tool parsing: the same prompt, rendered by the server (``POST /apply-template``, tools
-included) and completed raw (``POST /completion``, same temperature, seed and cap). That reply
-is the model's text with no tool calls, graded by the paper's rule for text (a leaked call,
-not a native one), with the server's refusal in the turn's record (`Turn.refusal`). Only when
-the second request fails too does the refusal stand as the model's malformed call.
+included) and completed raw (``POST /completion``, same temperature, seed and cap). Calls in the
+template's own format (one bare object per line), which the server's parser refuses when there
+are two or more or one names an undeclared tool, are read from that text
+(`local.template_calls`); any other reply is the model's text with no tool calls, graded by the
+paper's rule for text (a leaked call, not a native one). Either way the server's refusal is in
+the turn's record (`Turn.refusal`). Only when the second request fails too does the refusal
+stand as the model's malformed call.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..local.template_calls import read_calls
 from ..local.urls import url_for
-from .base import MalformedReply, ProviderError, Reply, RequestExpired, busy_seconds, call_within, request_bound
+from .base import (MalformedReply, ProviderError, Reply, RequestExpired, ToolCallOut, busy_seconds, call_within,
+                   request_bound)
 from .openai_chat import OpenAIProvider
 
 if TYPE_CHECKING:
@@ -89,13 +94,15 @@ class LocalProvider(OpenAIProvider):
             if not getattr(exc, "server_refused", False):
                 raise
             try:
-                return self._raw_text(request, str(exc))
+                return self._raw_text(request, str(exc), first_id)
             except Exception:  # the server cannot say what the model wrote: its refusal stands
                 raise exc from None
 
-    def _raw_text(self, request: dict[str, Any], refusal: str) -> Reply:
+    def _raw_text(self, request: dict[str, Any], refusal: str, first_id: int) -> Reply:
         """The model's output for `request` as plain text: the server's own rendering of the prompt,
-        completed without tool parsing (llama.cpp's /apply-template and /completion)."""
+        completed without tool parsing (llama.cpp's /apply-template and /completion). Calls written
+        in the chat template's own format, which the server's parser refuses beyond one declared
+        call, are read from it (`local.template_calls`); anything else stays text."""
         import httpx
 
         root = self.base_url.rstrip("/")
@@ -123,14 +130,26 @@ class LocalProvider(OpenAIProvider):
         content = out.get("content")
         if not isinstance(content, str):
             raise ValueError("no text in the /completion answer")
+        last = request["messages"][-1] if request.get("messages") else {}
+        if last.get("role") == "assistant" and isinstance(last.get("content"), str):
+            content = last["content"] + content  # a prefilled reply: the model's text continues it
+        stopped = "length" if out.get("stop_type") == "limit" else "stop"
+        calls: list[ToolCallOut] = []
+        read = read_calls(content) if request.get("tools") else None
+        if read is not None:
+            content, pairs = read
+            calls = [ToolCallOut(id=f"call_{first_id + i}", name=n, arguments=a) for i, (n, a) in enumerate(pairs)]
+            stopped = "tool_calls"
+            refusal += ("; the model's text is the chat template's call format, read as "
+                        f"{len(calls)} call(s) (asked for again without the server's tool parsing)")
+        else:
+            refusal += "; the content is the model's text, asked for again without tool parsing"
         timings = out.get("timings")
         busy = busy_seconds(timings.get("prompt_ms"), timings.get("predicted_ms"), scale=1e-3) \
             if isinstance(timings, dict) else None
-        return Reply(content=content, tool_calls=[],
-                     finish_reason="length" if out.get("stop_type") == "limit" else "stop",
+        return Reply(content=content, tool_calls=calls, finish_reason=stopped,
                      tokens_in=_count(out.get("tokens_evaluated")), tokens_out=_count(out.get("tokens_predicted")),
-                     latency_s=time.perf_counter() - start, busy_s=busy,
-                     refusal=f"{refusal}; the content is the model's text, asked for again without tool parsing")
+                     latency_s=time.perf_counter() - start, busy_s=busy, refusal=refusal)
 
 
 def _count(value: Any) -> int:
