@@ -62,18 +62,24 @@ class Reading:
     #: awaited or unawaited API call, one-argument async callbacks, no ``while True`` in process(), the wider
     #: list of model clients); else only the harness's structural findings
     runtime_contract: bool
+    #: codegen: an unawaited ``agent.log(...)`` fails even where the task does not ask for logging (else only
+    #: where it does: the call is dropped with a RuntimeWarning and the agent runs on without that line)
+    unawaited_log_fails: bool
 
 
 READINGS: dict[str, Reading] = {
     "deployed": Reading(first_word_label=True, lenient_text=True, service_data="keys", extra_call_keys=True,
                         each_call_matched=True, infeasible_is_refusal=True, light_plan_shape=True,
-                        stdlib_imports_allowed=True, stub_bodies_fail=True, runtime_contract=True),
+                        stdlib_imports_allowed=True, stub_bodies_fail=True, runtime_contract=True,
+                        unawaited_log_fails=False),
     "strict": Reading(first_word_label=False, lenient_text=False, service_data="exact", extra_call_keys=False,
                       each_call_matched=True, infeasible_is_refusal=True, light_plan_shape=False,
-                      stdlib_imports_allowed=False, stub_bodies_fail=False, runtime_contract=True),
+                      stdlib_imports_allowed=False, stub_bodies_fail=False, runtime_contract=True,
+                      unawaited_log_fails=True),
     "harness": Reading(first_word_label=True, lenient_text=True, service_data="object", extra_call_keys=True,
                        each_call_matched=False, infeasible_is_refusal=False, light_plan_shape=True,
-                       stdlib_imports_allowed=True, stub_bodies_fail=True, runtime_contract=False),
+                       stdlib_imports_allowed=True, stub_bodies_fail=True, runtime_contract=False,
+                       unawaited_log_fails=False),
 }
 
 

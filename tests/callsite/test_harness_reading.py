@@ -163,3 +163,20 @@ def test_must_contain_and_stubs_allowed_read_alike() -> None:
     gold = {"functions": ["setup", "process"], "must_contain": ["custom/x"], "allow_empty_bodies": True}
     assert rules(grade_codegen, *code("async def process(agent):\n    pass\n", gold)) == ("codegen.uses", "codegen.uses")
     assert rules(grade_codegen, *code("async def process(agent):\n    pass  # custom/x\n", gold)) == (None, None)
+
+
+def test_an_unawaited_log_fails_where_the_task_is_to_log() -> None:
+    """agent.log is a coroutine: unawaited, its line is dropped with a RuntimeWarning and the agent runs on.
+    Deployed fails it only where the case asks for logging; strict fails every one; the harness none."""
+    body = "async def process(agent):\n    agent.log('total')\n"
+    assert rules(grade_codegen, *code(body)) == (None, None)
+    assert rules(grade_codegen, *code(body, {"functions": ["setup", "process"], "must_contain": ["agent.log"]})) == \
+        ("codegen.await_sync", None)
+    assert rules(grade_codegen, *code(body, {"functions": ["setup", "process"], "uses": ["agent.log"]}))[0] == \
+        "codegen.await_sync"
+    c, src = code(body)
+    strict = grade_codegen(c.model_copy(update={"parser": "strict"}), src)
+    assert strict.first_failed is not None and strict.first_failed.code == "codegen.await_sync"
+    # publish, alert, mqtt_get and llm.chat unawaited never do their work: failed whatever the task
+    assert rules(grade_codegen, *code("async def process(agent):\n    agent.alert('x', 'warning')\n")) == \
+        ("codegen.await_sync", None)

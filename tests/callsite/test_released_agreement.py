@@ -134,6 +134,7 @@ def test_the_infeasible_planner_rule_follows_the_paper_not_the_harness() -> None
 
 
 GEMMA26 = "openai:gemma4:26b"
+QWEN4 = "openai:qwen3.5:4b"
 #: (case, model): planner records on which our verdict differs from their harness's, and why. Each is deliberate
 #: deviation 1 (docs/callsite.md): a plan for a device the home does not have, which their harness passes
 #: because it only checks that the plan avoids the devices the home does have.
@@ -144,10 +145,14 @@ PLANNER_DEVIATIONS: dict[tuple[str, str], str] = {
     ("planner-infeasible-048", GEMMA26): "lock.front_door: not in the registry",
     ("planner-infeasible-049", HAIKU): "closes bedroom blinds the home does not have (a cover topic it invents)",
     ("planner-infeasible-050", HAIKU): "starts a dishwasher the home does not have (a command topic it invents)",
+    ("planner-infeasible-046", QWEN4): "a kitchen light the home does not have: acts on the living-room status LED",
+    ("planner-infeasible-047", QWEN4): "a thermostat schedule for a home without a thermostat",
+    ("planner-infeasible-048", QWEN4): "a front-door lock schedule for a home without a lock",
+    ("planner-infeasible-049", QWEN4): "a bedroom-blinds schedule for a home without blinds",
 }
 
 
-def test_the_planner_fixture_is_their_keys_and_real_records_of_six_models() -> None:
+def test_the_planner_fixture_is_their_keys_and_real_records_of_seven_models() -> None:
     keys = load("slm_callsite_planner_keys.jsonl")
     assert len(keys) == 50 and all(k["source"] == "benchmark/planner_grounded.jsonl" for k in keys)
     groups = Counter(k["case_id"].split("-")[1] for k in keys)
@@ -155,10 +160,10 @@ def test_the_planner_fixture_is_their_keys_and_real_records_of_six_models() -> N
                       "create": 6, "infeasible": 5}
     recs = load("slm_callsite_planner_records.jsonl")
     assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b",
-                                          "openai:gemma4:e2b", "openai:qwen3.5:2b"}
-    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 50
+                                          "openai:gemma4:e2b", "openai:qwen3.5:2b", QWEN4}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) == 140
     assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
-    assert Counter(r["passed"] for r in recs)[False] >= 10  # the sample holds their failures, not only passes
+    assert Counter(r["passed"] for r in recs)[False] >= 30  # the sample holds their failures, not only passes
 
 
 def test_deployed_parser_agrees_with_the_authors_on_the_planner() -> None:
@@ -186,7 +191,8 @@ def test_harness_parser_agrees_with_the_authors_on_every_planner_record() -> Non
 
 def test_released_planner_failures_fail_on_the_harness_rules() -> None:
     """What their harness fails we fail for the same kind of reason: an unparseable or truncated plan
-    (`planner.format`) or a missing/forbidden entity, topic or agent (`planner.requirements`)."""
+    (`planner.format`), an empty plan (`planner.refusal`) or a missing/forbidden entity, topic or agent
+    (`planner.requirements`)."""
     from .released import planner_cases
 
     cs = planner_cases()
@@ -195,7 +201,8 @@ def test_released_planner_failures_fail_on_the_harness_rules() -> None:
         if not r["passed"] and "-infeasible-" not in r["case_id"]:
             out = GRADERS_PLANNER(cs[r["case_id"]], r["output"])
             codes[out.first_failed.code] += 1
-    assert set(codes) == {"planner.format", "planner.requirements"}, codes
+    # planner.refusal: [] for a feasible request (Qwen3.5 4B twice), which their harness fails as an empty plan
+    assert set(codes) == {"planner.format", "planner.requirements", "planner.refusal"}, codes
     # the truncated E2B plan (800-token cap hit inside a code string) is unreadable, not a wrong plan
     e2b = next(r for r in load("slm_callsite_planner_records.jsonl")
                if r["model"] == "openai:gemma4:e2b" and r["case_id"] == "planner-reusetopic-022")
@@ -224,18 +231,20 @@ CODEGEN_DEVIATIONS: dict[tuple[str, str], str] = {
                                               "subscription callback with the payload alone (TypeError)",
     ("dynamic-schema-046", HAIKU): "ends with a second, synchronous def setup(agent): the module keeps that one "
                                    "and DynamicAgent awaits setup(agent) (TypeError: None is not awaitable)",
+    ("dynamic-subscribe-007", "openai:qwen3.5:4b"): "the task is to log the running total, and every agent.log(...) "
+                                                    "is left unawaited: the coroutine is dropped, nothing is logged",
 }
 
 
-def test_the_codegen_fixture_is_their_keys_and_real_records_of_four_models() -> None:
+def test_the_codegen_fixture_is_their_keys_and_real_records_of_five_models() -> None:
     keys = load("slm_callsite_codegen_keys.jsonl")
     assert len(keys) == 50 and all(k["source"] == "waldiez/wactorz eval/dynamic_strict.jsonl" for k in keys)
     assert Counter(k["case_id"].split("-")[1] for k in keys) == {
         "subscribe": 7, "publish": 5, "task": 6, "state": 5, "window": 4, "oneshot": 3, "cleanup": 3, "contract": 3,
         "blocking": 4, "llm": 3, "schema": 4, "poll": 3}
     recs = load("slm_callsite_codegen_records.jsonl")
-    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b"}
-    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 30
+    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b", QWEN4}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) == 73
     assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
 
 
