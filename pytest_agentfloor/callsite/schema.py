@@ -90,9 +90,9 @@ class Installation(_Strict):
 class Action(_Strict):
     """One gold service call. ``entity_id_any``: one device registered under several ids, any is right.
 
-    ``service_data`` absent: the deployed parser leaves it unconstrained, the strict one requires none.
-    Given: the deployed parser checks only its keys, the strict one the whole object; with
-    ``service_data_exact`` both compare the whole object (``{}`` then means "no service data").
+    ``service_data`` absent: the deployed and harness parsers leave it unconstrained, the strict one
+    requires none. Given: the deployed parser checks only its keys, the strict and harness ones the whole
+    object; with ``service_data_exact`` all compare the whole object (``{}`` then means "no service data").
     """
 
     domain: str
