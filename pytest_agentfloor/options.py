@@ -32,6 +32,7 @@ DEFAULT_PROTOCOL = "agentfloor"
 TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
 DECISION_BOUNDS = ("two-sided", "one-sided")
 CALLSITE_VERDICTS = ("raw", "holm")  # callsite.stats.VERDICTS
+CALLSITE_PARSERS = ("deployed", "strict", "harness")  # callsite.parsers.PARSERS
 
 REPORT_MODES = ("none", "term", "all")
 #: upper bounds that catch a typo (an extra zero) before it books days of model time
@@ -344,8 +345,9 @@ def add_options(parser: pytest.Parser) -> None:
         default="", shown="each site's share of cases", metavar="SITE=W,...")
     add("--agentfloor-callsite-parser", "agentfloor_callsite_parser",
         "how call-site replies are read: deployed (first-word labels, the JSON array found in prose, service_data "
-        "on the gold's keys; docs/callsite.md) or strict (the whole reply is the answer); a table's own "
-        "'parser' field wins", default="", shown="deployed", metavar="PARSER")
+        "on the gold's keys; docs/callsite.md), strict (the whole reply is the answer) or harness (the authors' "
+        "released harness, also where it contradicts seed 001); a table's own 'parser' field wins",
+        default="", shown="deployed", metavar="PARSER")
     add("--agentfloor-callsite-verdict", "agentfloor_callsite_verdict",
         "which McNemar p decides 'differs' in the call-site paired table: raw = the exact p (as seed 001 reports "
         "it), holm = Holm-adjusted across the sites of each model; both are printed", default="raw", metavar="P")
@@ -723,8 +725,9 @@ def _read_settings(config: pytest.Config) -> Settings:
         except ValueError as exc:
             raise pytest.UsageError(f"--callsite-weights: {exc}") from None
     callsite_parser = str(_opt(config, "agentfloor_callsite_parser") or "").strip() or None
-    if callsite_parser is not None and callsite_parser not in ("deployed", "strict"):
-        raise pytest.UsageError(f"--agentfloor-callsite-parser: expected deployed or strict, got {callsite_parser!r}")
+    if callsite_parser is not None and callsite_parser not in CALLSITE_PARSERS:
+        raise pytest.UsageError(f"--agentfloor-callsite-parser: expected one of {', '.join(CALLSITE_PARSERS)}, "
+                                f"got {callsite_parser!r}")
     callsite_verdict = _choice(config, "agentfloor_callsite_verdict", "--agentfloor-callsite-verdict", CALLSITE_VERDICTS)
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)

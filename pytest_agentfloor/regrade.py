@@ -25,6 +25,7 @@ from typing import Any
 import pluggy
 
 from .callsite.guard import GraderCrashed
+from .callsite.parsers import PARSERS as CALLSITE_PARSERS
 from .judge.assess import assess
 from .kinds import is_case_file, load_file
 from .results import RunLog, read_records
@@ -176,7 +177,7 @@ def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes:
 
         resolved = apply_pressure(resolved, size=facets.get("V"), encoding=facets.get("D") or "raw")
         digest += f"+V{facets.get('V') if facets.get('V') is not None else 'own'}.{facets.get('D') or 'raw'}"
-    if kind.name == "callsite" and facets.get("parser") in ("deployed", "strict") and resolved.parser is None:
+    if kind.name == "callsite" and facets.get("parser") in CALLSITE_PARSERS and resolved.parser is None:
         resolved = resolved.model_copy(update={"parser": facets["parser"]})  # read as the run read it
     traj = Trajectory.model_validate(rec["trajectory"])
     assessment = assess(resolved, traj, judge)
