@@ -93,8 +93,10 @@ def test_paired_rows_and_changed_items(baseline: Path) -> None:
     assert int(a.group(8)) == 0 and int(a.group(9)) == round(n_a * (100 - float(a.group(3))) / 100)
     changed = int(re.search(r"outcome changed on (\d+) item", out.stdout).group(1))
     assert changed == int(rows["overall"].group(9))
-    assert re.search(r"broke A\d\[v\d-i0-r0\]  v\.html#source=[^&]+&model=fault-exhaust&item=A\d%2Fv\d%2Fi0%2Fr0",
-                     out.stdout)
+    # the link lists the item and opens the candidate's run beside the baseline's, both named (not row numbers)
+    link = re.search(r"broke (A\d)\[(v\d)-i0-r0\]  v\.html#item=A\d%2Fv\d%2Fi0%2Fr0&run=([^,\s]+)/fault-exhaust/"
+                     r"(A\d)/(v\d)/i0/r0,([^,\s]+)/oracle/A\d/v\d/i0/r0$", out.stdout, re.M)
+    assert link and link.group(1) == link.group(4) and link.group(2) == link.group(5), out.stdout
 
 
 def test_compare_usage_errors(tmp_path: Path) -> None:

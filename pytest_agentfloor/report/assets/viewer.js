@@ -557,6 +557,7 @@
       marks = pane.querySelectorAll("mark");
       bar.appendChild(el("span", "meta found", marks.length + " match" + (marks.length === 1 ? "" : "es") + " of “" +
         h.q + "” in " + (list.length > 1 ? "these runs" : "this run") + (marks.length ? " (n / N: next / previous)" : "")));
+      if (marks.length) { markAt = 0; marks[0].classList.add("at"); marks[0].scrollIntoView({block: "center"}); }
     }
   }
   function closeRun() { var h = readHash(); delete h.run; go(h); }
