@@ -564,9 +564,11 @@
   function apply(fromUi) {
     var h = fromUi ? Object.assign(readHash(), state()) : readHash();
     if (fromUi) writeHash(h);
+    var t = performance.now();
     matches = filter(h);
     renderChips(h);
     renderList(h);
+    document.body.dataset.filterMs = String(Math.round(performance.now() - t));  // benchmarks/bench_viewer.py
     var head = document.querySelector("header");
     if (head) document.documentElement.style.setProperty("--head", head.offsetHeight + "px");
   }
