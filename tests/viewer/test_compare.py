@@ -110,3 +110,30 @@ def test_compare_usage_errors(tmp_path: Path) -> None:
     assert out.returncode == 2 and "no complete run records" in out.stderr and "no 'model' field" in out.stderr
     out = compare(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--gate-floor", "B=0.9")
     assert out.returncode == 2 and "expected TIER>=VALUE" in out.stderr
+
+
+@pytest.mark.slow
+def test_changed_item_link_opens_both_runs_side_by_side(baseline: Path) -> None:
+    """compare's link, followed in the browser: the item listed (a removable filter) and the candidate's run
+    beside the baseline's."""
+    from tests.viewer.browser import launch, playwright_api
+
+    sync_api = playwright_api()
+    if not (baseline / "worse" / "runs.jsonl").is_file():
+        run_session(baseline, "--model", "fault-exhaust", "--agentfloor-report-dir", "worse", *PAIRS)
+    out = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / "worse" / "runs.jsonl"), "--viewer",
+                  "v.html", cwd=baseline)
+    fragment = re.search(r"broke \S+  v\.html(#\S+)", out.stdout).group(1)
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
+            page.goto((baseline / "v.html").as_uri() + fragment)
+            page.wait_for_selector("body[data-ready]")
+            assert page.locator("#chips .chip", has_text="item:").count() == 1
+            assert page.locator("#list tbody tr").count() == 2  # the item's two runs, one per session
+            heads = page.locator("table.sbs thead th").all_inner_texts()
+            assert len(heads) == 3 and heads[1].startswith("fault-exhaust") and heads[2].startswith("oracle")
+            assert "FAIL" in heads[1] and "PASS" in heads[2] and page.locator("#detail p.missing").count() == 0
+        finally:
+            browser.close()

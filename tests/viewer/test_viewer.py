@@ -217,3 +217,50 @@ def test_report_and_viewer_fit_900_and_1600_px(stored: Path, tmp_path: Path, wid
                 page.screenshot(path=str(tmp_path / f"{name[:6]}-{width}.png"))
         finally:
             browser.close()
+
+
+def test_report_html_contents_no_empty_cost_chart_and_paired_links(stored: Path, tmp_path: Path) -> None:
+    """A table of contents naming every section; no cost chart when no model has a cost; each paired row
+    links to its pairs side by side in the viewer (all of them, and the discordant ones)."""
+    page = (stored / "reports" / "report.html").read_text()
+    toc = re.search(r'<nav class="toc".*?</nav>', page, re.S).group(0)
+    sections = re.findall(r'<section id="([^"]+)">', page)
+    assert sections and re.findall(r'<a href="#([^"]+)">', toc) == sections and 'href="viewer.html"' in toc
+    assert page.index("<nav") < page.index('<section id="')
+    assert 'class="scatter"' not in page and "No cost chart: no model has a known cost" in page
+    out = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "report", str(stored / "reports" / "runs.jsonl"),
+                          "--reference", "oracle", "--n-boot", "200", "--out", str(tmp_path)], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    paired = (tmp_path / "report.html").read_text().split('<section id="paired">', 1)[1].split("</section>", 1)[0]
+    assert "<th class=\"l\">runs</th>" in paired
+    assert 'href="viewer.html#model=fault-exhaust&amp;tier=A&amp;vs=oracle">side by side</a>' in paired
+    assert 'href="viewer.html#model=fault-exhaust&amp;tier=A&amp;vs=oracle&amp;differ=oracle">discordant</a>' in paired
+    assert 'href="viewer.html#model=fault-exhaust&amp;vs=oracle">side by side</a>' in paired  # the overall row
+
+
+@pytest.mark.slow
+def test_paired_link_opens_pairs_side_by_side(stored: Path, tmp_path: Path) -> None:
+    """report.html's 'discordant' link, followed in the browser: fault-exhaust's failures, each opened beside
+    the oracle's pass on the same item."""
+    sync_api = playwright_api()
+    subprocess.run([sys.executable, "-m", "pytest_agentfloor", "report", str(stored / "reports" / "runs.jsonl"),
+                    "--reference", "oracle", "--n-boot", "200", "--out", str(tmp_path)], check=True,
+                   capture_output=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
+            page.goto((tmp_path / "report.html").as_uri())
+            page.locator('#paired a:text-is("discordant")').first.click()
+            page.wait_for_selector("body[data-ready]")
+            assert "vs=oracle" in page.url and "differ=oracle" in page.url
+            rows = page.locator("#list tbody tr")
+            assert rows.count() > 0 and all("fail" in t for t in rows.all_inner_texts())
+            rows.first.click()
+            heads = page.locator("table.sbs thead th").all_inner_texts()
+            assert len(heads) == 3 and heads[1].startswith("fault-exhaust") and heads[2].startswith("oracle")
+            assert "FAIL" in heads[1] and "PASS" in heads[2]
+            assert "First divergence" in page.inner_text("#detail") or "prompts differ" in page.inner_text("#detail")
+        finally:
+            browser.close()
