@@ -61,6 +61,10 @@ td.no span { background: var(--soft); color: var(--muted); }
 .pair > div { flex: 0 1 auto; max-width: 100%; }
 .pair p.note { max-width: 520px; }
 details { margin-top: 10px; } summary { cursor: pointer; color: var(--accent); }
+nav.toc { margin: 12px 0 0; font-size: 13px; } nav.toc ol { margin: 4px 0 0; padding: 0; list-style: none;
+  display: flex; flex-wrap: wrap; gap: 2px 16px; }
+nav.toc a { color: var(--accent); text-decoration: none; } nav.toc a:hover { text-decoration: underline; }
+section { scroll-margin-top: 8px; }
 """.replace("FONT", FONT)
 
 # YlGnBu-like sequential scale for TCR 0..1
@@ -110,6 +114,36 @@ def viewer_link(**filters: str | None) -> str:
 
     return escape("viewer.html#" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in filters.items() if v),
                   quote=True)
+
+
+def paired_links(summary: Summary, table: TextTable) -> list[str]:
+    """Per row of the paired table (model, tier): links to its pairs side by side in the viewer."""
+    ref = summary.paired.reference
+    by_label = {scope_label(sc): sc for sc in summary.scopes}
+    out = []
+    for row in table.rows:
+        m, sc = row[0], by_label.get(row[1], row[1])
+        tier = None if sc == OVERALL else sc
+        if row[2] == "0" or not ref:
+            out.append("")
+            continue
+        out.append(f'<a href="{viewer_link(model=m, tier=tier, vs=ref)}">side by side</a> · '
+                   f'<a href="{viewer_link(model=m, tier=tier, vs=ref, differ=ref)}">discordant</a>')
+    return out
+
+
+def toc_html(page: str) -> str:
+    """A table of contents before the first section: every <section id> with its <h2>, in page order."""
+    import re
+
+    found = re.findall(r'<section id="([^"]+)"><h2>(.*?)</h2>', page)
+    if not found:
+        return page
+    nav = ('<nav class="toc" aria-label="contents"><strong>Contents</strong><ol>'
+           + "".join(f'<li><a href="#{sid}">{title}</a></li>' for sid, title in found)
+           + '<li><a href="viewer.html">Transcripts (viewer.html)</a></li></ol></nav>\n')
+    at = page.index('<section id="')
+    return page[:at] + nav + page[at:]
 
 
 def heatmap_svg(summary: Summary) -> str:
@@ -421,12 +455,14 @@ def failure_stack_svg(summary: Summary) -> str:
 
 
 # -- tables -----------------------------------------------------------------------------------
-def html_table(t: TextTable, *, title: str | None = None) -> str:
+def html_table(t: TextTable, *, title: str | None = None, links: Sequence[str] | None = None,
+               links_header: str = "runs") -> str:
+    """The table as HTML; ``links`` (one HTML cell body per row, already escaped) adds a last column."""
     out = ['<div class="scroll"><table>']
     if title:
         out.append(f"<caption>{escape(title)}</caption>")
     out.append("<thead><tr>" + "".join(f'<th class="{a}">{escape(h)}</th>' for h, a in zip(t.headers, t.align))
-               + "</tr></thead><tbody>")
+               + (f'<th class="l">{escape(links_header)}</th>' if links is not None else "") + "</tr></thead><tbody>")
     ends = set(t.sections)
     for i, (row, cls) in enumerate(zip(t.rows, t.classes)):
         tr = '<tr class="end">' if i in ends and i != len(t.rows) - 1 else "<tr>"
@@ -437,6 +473,8 @@ def html_table(t: TextTable, *, title: str | None = None) -> str:
             if set(c.split()) & {"yes", "raw", "no"}:
                 body = f"<span>{body}</span>"
             cells.append(f'<td class="{klass}">{body}</td>')
+        if links is not None:
+            cells.append(f'<td class="l">{links[i] if i < len(links) else ""}</td>')
         out.append(tr + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     out += [f'<p class="note">{escape(n)}</p>' for n in t.notes]
@@ -472,8 +510,13 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
 
     scatter, notes = scatter_svg(summary)
     front = summary.pareto.get(OVERALL) or []
+    chart = f'<div class="chart">{scatter}</div>'
+    if not any(summary.cost[m][OVERALL].cost_per_run for m in summary.model_order):
+        # nothing to plot (no model has a price, or every one costs $0): a chart would be empty
+        chart, notes = ('<p class="note">No cost chart: no model has a known cost above $0 per run (no pricing '
+                        'configured). The table below gives TCR and what is known of cost.</p>'), []
     parts.append(_section(
-        "cost", "Cost vs TCR (all tiers)", f'<div class="chart">{scatter}</div>',
+        "cost", "Cost vs TCR (all tiers)", chart,
         f'<p class="note">Pareto front (cheaper or better than every other model): '
         f'{escape(" → ".join(front) if front else DASH)}.</p>',
         *[f'<p class="note">{escape(n)}</p>' for n in notes],
@@ -483,7 +526,10 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
 
     paired = paired_table(summary)
     if paired is not None:
-        parts.append(_section("paired", paired.title, html_table(paired)))
+        parts.append(_section("paired", paired.title, html_table(paired, links=paired_links(summary, paired)),
+                              '<p class="note">runs: each pair side by side in the transcript viewer, the '
+                              "model's run beside the reference's on the same item, aligned turn by turn; "
+                              "discordant: only the items where one passed and the other failed.</p>"))
     else:
         parts.append(_section("paired", "Paired comparison",
                               f'<p class="note">Not computed: {escape(str(summary.paired.reason))}.</p>'))

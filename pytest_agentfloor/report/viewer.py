@@ -5,8 +5,10 @@ type="application/json">`` blocks, an index (what the filters and the list need,
 load) and the transcripts (parsed when the first run is opened), so a 12,750-run sweep opens and
 filters quickly. Repeated strings (system prompts, user prompts, tool results) are stored once.
 Model-controlled text only ever reaches the page through ``textContent`` (viewer.js), never as
-HTML. The URL hash holds the filters and the open run, so report.html links straight to the
-runs behind a cell.
+HTML. The URL hash holds the filters and the open run(s), so report.html links straight to the
+runs behind a cell. A run is named in a link by what it is (session, model, case, variant,
+instance, run; viewer.js ``refOf``), never by its row, so a link outlives a regenerated file;
+several runs named at once are shown side by side, aligned turn by turn.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ VIEWER_FILE = "viewer.html"
 #: index columns, in the order viewer.js reads them
 COLUMNS: tuple[str, ...] = ("source", "model", "tier", "task", "variant", "instance", "run", "outcome",
                             "failure_mode", "first_unmet", "terminal_flag", "termination", "turns", "calls",
-                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline")
+                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline", "case_hash")
 
 
 class _Strings:
@@ -121,6 +123,7 @@ def build_data(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]]) -> tuple
                 _num(r.get("turns")), _num(r.get("calls")), _num(r.get("tokens_in")), _num(r.get("tokens_out")),
                 _num(r.get("latency_s"), 3), _num(r.get("cost_usd"), 8),
                 "" if outcome(r) == "pass" else headline(r),
+                str(r["case_hash"])[:12] if r.get("case_hash") else None,
             ])
             details.append(_detail(r, strings))
     index = {"columns": list(COLUMNS), "rows": rows, "sources": [label for label, _ in sources],
