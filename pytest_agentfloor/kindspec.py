@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:  # types only: this module imports nothing of the package at run time
     from .config import ModelConfig
     from .grading import Grade
-    from .options import Settings
+    from .options import Options
     from .providers.base import Provider
     from .trajectory import Trajectory
 
@@ -70,7 +70,7 @@ class CaseKind(Protocol):
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]: ...
 
-    def play(self, settings: Settings, case: Any, model: ModelConfig, provider: Provider, run: int) -> Trajectory:
+    def play(self, options: Options, case: Any, model: ModelConfig, provider: Provider, run: int) -> Trajectory:
         """`case` is what the entry's resolve returned (the kind's own KindCase type)."""
 
     def grade(self, case: Any, trajectory: Trajectory, hook: Any) -> Grade:

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("judge and statistics", ("judge", "judge.*", "corpus", "stats", "stats.*", "callsite.stats")),
     ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade")),
     ("case kinds", ("suite.kind", "callsite.kind", "callsite.tables", "pressure.kind", "pressure.tables")),
-    ("pytest", ("plugin", "items", "options", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__")),
+    ("pytest", ("plugin", "items", "options", "runstate", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__")),
 ]
 
 
