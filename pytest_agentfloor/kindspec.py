@@ -77,6 +77,42 @@ class CaseKind(Protocol):
         """`hook` is pytest's hook relay (``item.ihook``), or None outside pytest (regrade)."""
 
 
+@runtime_checkable
+class EpisodePressure(Protocol):
+    """What the episode loop needs of the pressures a case runs under (a kind's own data, e.g. the
+    pressure kind's ``pressure.cell.PressureCell``), so the core never imports a kind: the tools
+    offered among distractors, the menu shown, the lane that may narrow it, the results' encoding.
+
+    A resolved case carries one in ``pressure`` (None: its own tools, results as plain JSON).
+    """
+
+    @property
+    def offered(self) -> tuple[str, ...]:
+        """The operational tools on the menu (the case's sandbox serves these)."""
+
+    @property
+    def lane(self) -> str:
+        """Recorded on the trajectory (the pressure kind's ``fixed`` or ``routed``)."""
+
+    def distractor_names(self) -> tuple[str, ...]:
+        """The other names on the menu: calls to them are answered by `distractor_result`."""
+
+    def menu_schemas(self) -> list[dict[str, Any]]:
+        """The tool schemas the model is shown at the start."""
+
+    def narrowed_menu(self) -> list[dict[str, Any]] | None:
+        """The schemas shown after the first executed operational call (None: the menu never narrows)."""
+
+    def deliver(self, result: dict[str, Any]) -> str:
+        """The tool message the model reads for a tool's result."""
+
+    def distractor_result(self, name: str) -> dict[str, Any]:
+        """The result of a call to a distractor."""
+
+    def facets(self) -> dict[str, Any]:
+        """The record's facets for this case (reports group by them)."""
+
+
 def kind_sections(kind: object) -> Sequence[Any]:
     """The report sections a kind contributes (``sections()``, optional): report/sections.ReportSection."""
     sections = getattr(kind, "sections", None)
