@@ -90,6 +90,8 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
     start = clock()
     limits = protocol.limits(case)
     pc = case.pressure
+    distractors: tuple[str, ...]
+    narrow: list[dict[str, Any]] | None
     if pc is None:
         offered, distractors, tools, narrow = case.tools, (), menu(case.tools), None
     else:  # pressures (kindspec.EpisodePressure): its own menu (operational tools among distractors), lane, encoding

@@ -161,7 +161,7 @@ class CaseItem(pytest.Item):
             _register_marker(self.config, marker)
             self.add_marker(marker)
         self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})
-        self.trajectory = None
+        self.trajectory: Trajectory | None = None
         self.assessment: Any = None  # judge.assess.Assessment: the semantic verdicts
         self.result: Any = None  # the kind's grade, computed in setup
         self.resume_key = ""
@@ -289,6 +289,7 @@ class CaseItem(pytest.Item):
         self.trajectory = self.assessment = self.result = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
+        assert self.trajectory is not None  # a record is saved once the episode has played
         save_record(self, build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
                                        protocol=self.config.stash[options_key].protocol.params(),
                                        judging=self.assessment, harness_error=harness_error))

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -252,7 +252,8 @@ def add_options(parser: pytest.Parser) -> None:
     """Every option has an ini setting of the same meaning; --help shows each default."""
     group = parser.getgroup("agentfloor", "agent tool-use benchmark (pytest-agentfloor)")
 
-    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", shown: str | None = None,
+    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: Literal["string", "args"] = "string",
+            shown: str | None = None,
             **kw: Any) -> None:
         names = option_names(opt)[:1]  # the short spelling joins later, where free
         shown = _shown(default) if shown is None else shown

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 import pytest
 
@@ -426,7 +426,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Put the records this phase made on its report: TestReport keeps extra attributes through xdist.
 
     Also shortens an infrastructure error or a context-limit error raised in setup: pytest calls
@@ -444,7 +445,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if call.excinfo is not None and call.excinfo.errisinstance((InfrastructureError, ContextLimitReached)):
             report.longrepr = str(call.excinfo.value)
         if isinstance(report.longrepr, str):
-            report.longrepr = Headline(report.longrepr)
+            # pytest renders any longrepr with toterminal(), but types it as its own TerminalRepr
+            report.longrepr = Headline(report.longrepr)  # type: ignore[assignment]
     made = item.stash.get(records_key, None)
     if made:
         from .results import compact

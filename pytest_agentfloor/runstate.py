@@ -95,10 +95,11 @@ class RunState:
             from .providers.registry import make_provider
 
             opts = self.options
+            cassettes = None
             if opts.replay or opts.record:
-                self.cassettes = self.cassettes or CassetteStore(opts.report_dir / CASSETTE_FILE)
-            if opts.replay:
-                self.providers[config.name] = ReplayProvider(config, self.cassettes)  # type: ignore[arg-type]
+                cassettes = self.cassettes = self.cassettes or CassetteStore(opts.report_dir / CASSETTE_FILE)
+            if cassettes is not None and opts.replay:
+                self.providers[config.name] = ReplayProvider(config, cassettes)
             else:
                 from .context import session_turns
                 from .providers.limits import limited
@@ -107,9 +108,12 @@ class RunState:
                 if self.pool_out.get(config.name):  # an xdist worker: replicas the controller's probe found dead
                     import time
 
+                    from .providers.pool import PooledProvider
+
+                    assert isinstance(live, PooledProvider)  # only a pool has replicas (limited() leaves it bare)
                     for i in self.pool_out[config.name]:
-                        live.members[i].state.take_out(time.monotonic())  # type: ignore[attr-defined]
-                self.providers[config.name] = RecordingProvider(live, self.cassettes) if opts.record else live  # type: ignore[arg-type]
+                        live.members[i].state.take_out(time.monotonic())
+                self.providers[config.name] = RecordingProvider(live, cassettes) if cassettes is not None else live
         return self.providers[config.name]
 
     def judge_for(self) -> Judge | None:

@@ -188,14 +188,14 @@ class AgentFloorSession:
             if result.classification != "error":  # a probe that reached no server measured no context window
                 self.contexts[model.name] = context_window(provider)
         if state.probes:
-            out = state.session_dir or st.report_dir
-            out.mkdir(parents=True, exist_ok=True)
+            probe_dir = state.session_dir or st.report_dir
+            probe_dir.mkdir(parents=True, exist_ok=True)
             data = {k: {"classification": c, "detail": d,
                         "context_window": self.contexts.get(k, (None, ""))[0],
                         "context": self.contexts.get(k, (None, ""))[1],
                         **({"endpoints": endpoints[k]} if k in endpoints else {})}
                     for k, (c, d) in sorted(state.probes.items())}
-            (out / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            (probe_dir / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def all_records(self) -> list[dict[str, Any]]:
         """This session's records plus those of the items it resumed."""
@@ -403,7 +403,7 @@ class AgentFloorSession:
             from .report import build_summary, write_reports
 
             meta = {m.name: m.public() for m in st.models.values()}
-            opts = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
+            opts: dict[str, Any] = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
                         cluster=st.cluster, interval_method=st.interval_method, decision=st.decision_bound,
                         infra_threshold=st.infra_threshold)
             try:
