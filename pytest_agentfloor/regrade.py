@@ -20,7 +20,7 @@ import importlib.util
 import inspect
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
@@ -32,11 +32,14 @@ from .results import RunLog, read_records
 from .suite.loader import CaseError
 from .trajectory import Trajectory
 
+if TYPE_CHECKING:
+    from .kindspec import CaseKind, Entry
 
-def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[Any, Any]]:
+
+def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[CaseKind, Entry, Path]]:
     """task id -> (kind, entry, file) over every case file under `cases_dir` (ladder cases, call-site tables
     and pressure families)."""
-    index: dict[str, tuple[Any, Any]] = {}
+    index: dict[str, tuple[CaseKind, Entry, Path]] = {}
     for path in sorted(cases_dir.rglob("*.toml")):
         if not is_case_file(path):
             continue
@@ -57,10 +60,10 @@ class ConftestError(Exception):
 class _Hooks(pluggy.PluginManager):
     """Like pytest's plugin manager for our hooks: unmarked pytest_agentfloor_* functions count."""
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith("pytest_agentfloor_") and inspect.isroutine(getattr(plugin, name, None)):
-            opts = {}
+            opts = cast(pluggy.HookimplOpts, {})  # no marks: pluggy fills in every default (as pytest's own manager)
         return opts
 
 
@@ -141,7 +144,8 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path,
     `judge`: a judge.client.Judge for the semantic checks (None: their keyword stand-ins)."""
     problems: list[str] = []
     index = _index(cases_dir, problems)
-    out, changes = [], []
+    out: list[dict[str, Any]] = []
+    changes: list[str] = []
     for rec in records:
         task = rec.get("task")
         if rec.get("infra_error") or "trajectory" not in rec:
@@ -171,7 +175,8 @@ def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes:
         return rec
     resolved = entry.resolve(rec["variant"], rec["instance"])
     digest = entry.content_hash
-    facets = rec.get("facets") if isinstance(rec.get("facets"), dict) else {}
+    raw_facets = rec.get("facets")
+    facets: dict[str, Any] = raw_facets if isinstance(raw_facets, dict) else {}
     if kind.name == "episode" and (facets.get("V") is not None or facets.get("D") not in (None, "raw")):
         from .pressure.compiler import apply_pressure  # a ladder case run under --menu / --encoding
 

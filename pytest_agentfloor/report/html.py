@@ -232,7 +232,7 @@ def _place_labels(points: Sequence[tuple[float, float, str, bool]], bounds: Box,
     """
     x_min, y_min, x_max, y_max = bounds
     boxes: list[Box] = [(px - 7, py - 7, px + 7, py + 7) for px, py, _, _ in points] + list(obstacles)
-    placed = []
+    placed: list[Box] = []
     order = sorted(range(len(points)), key=lambda i: (not points[i][3], points[i][1], points[i][0]))
     result: dict[int, tuple[float, float, str, str, bool]] = {}
     for i in order:
@@ -268,12 +268,12 @@ def scatter_svg(summary: Summary) -> tuple[str, list[str]]:
     notes: list[str] = []
     pts = []
     for m in summary.model_order:
-        c = summary.cost[m][OVERALL]
+        cost = summary.cost[m][OVERALL]
         e = summary.tcr[m][OVERALL]
-        if c.cost_per_run is None or e.tcr is None:
+        if cost.cost_per_run is None or e.tcr is None:
             notes.append(f"{m} is not plotted: cost unknown (no price and no size) or no scored run.")
             continue
-        pts.append((m, c.cost_per_run, e.tcr, e.ci_low, e.ci_high))
+        pts.append((m, cost.cost_per_run, e.tcr, e.ci_low, e.ci_high))
     front = [m for m in summary.pareto.get(OVERALL, []) if any(p[0] == m for p in pts)]
     W, H = 860, 470
     L, R, T, B = 72, 170, 24, 58
@@ -377,11 +377,11 @@ def scatter_svg(summary: Summary) -> tuple[str, list[str]]:
         if lo is not None and hi is not None:
             obstacles.append((sx(c) - 4, sy(hi), sx(c) + 4, sy(lo)))
     # models drawn at the same spot share one label
-    spots: dict[tuple[float, float], list[str]] = {}
+    sharing: dict[tuple[float, float], list[str]] = {}
     for m, c, t, _, _ in pts:
-        spots.setdefault((round(sx(c)), round(sy(t))), []).append(m)
+        sharing.setdefault((round(sx(c)), round(sy(t))), []).append(m)
     labels = _place_labels([(float(x), float(y), ", ".join(ms), any(m in front for m in ms))
-                            for (x, y), ms in spots.items()],
+                            for (x, y), ms in sharing.items()],
                            (L + 2, T + 2, L + pw + R - 8, T + ph - 2), obstacles=obstacles)
     for x, y, anchor, text, bold in labels:
         style = ' font-weight="700" fill="#0a3069"' if bold else ' fill="#1f2328"'

@@ -76,7 +76,8 @@ def _messages_of(traj: dict[str, Any], role: str) -> str | None:
 
 
 def _detail(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
-    traj = record.get("trajectory") if isinstance(record.get("trajectory"), dict) else {}
+    raw_traj = record.get("trajectory")
+    traj: dict[str, Any] = raw_traj if isinstance(raw_traj, dict) else {}
     turns = []
     for t in traj.get("turns") or []:
         if not isinstance(t, dict):
@@ -93,7 +94,8 @@ def _detail(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
                       "lk": bool(t.get("leaked_call")), "k": calls})
     verdicts = record.get("verdicts")
     if not isinstance(verdicts, list):  # records written before verdicts were stored: pass/fail only
-        obl = record.get("obligations") if isinstance(record.get("obligations"), dict) else {}
+        raw_obl = record.get("obligations")
+        obl: dict[str, Any] = raw_obl if isinstance(raw_obl, dict) else {}
         verdicts = [{"code": k, "ok": bool(v)} for k, v in obl.items()]
     extra = {k: record[k] for k in ("judge", "kind", "facets", "protocol", "protocol_params", "capped")
              if record.get(k) is not None}
@@ -138,7 +140,7 @@ def _script_json(value: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def render_viewer(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]], title: str = "agentfloor runs") -> str:
