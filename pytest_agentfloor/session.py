@@ -19,6 +19,7 @@ import pytest
 from . import __version__
 from .corpus import completed_records
 from .options import Options
+from .render import safe_text
 from .reportdir import SESSION_FILE, ReportDirBusy, ReportDirLock, new_session_id, publish, resume_source, session_dir
 from .results import PROPERTY_FIELDS
 from .runinfo import narrowing, selection, stop_reason
@@ -445,7 +446,7 @@ class AgentFloorSession:
         atomic_write(path, "".join(kept))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        tr = terminalreporter
+        tr = _SafeLines(terminalreporter)  # paths, model names and server messages may hold control characters
         for line in self.plan_lines:
             tr.write_line(line)
         if self.cost_skips and self.options.max_cost is not None:
@@ -475,7 +476,7 @@ class AgentFloorSession:
         if self.options.report_mode != "none" and records and self.summary is not None:
             from .report import render_summary
 
-            render_summary(tr, records, self.summary, mode=self.options.report_mode,
+            render_summary(terminalreporter, records, self.summary, mode=self.options.report_mode,
                            models_meta={m.name: m.public() for m in self.options.models.values()},
                            section_options=self.section_options(),
                            out_dir=self.files_dir() if self.options.report_mode == "all" else None)
@@ -544,3 +545,17 @@ class AgentFloorSession:
             tr.write_sep("=", f"agentfloor gate: {head} ({', '.join(failed) or 'see above'})", red=True, bold=True)
             tr.write_line(f"gate: {head}: {why} (exit status {result.exit_status if not self.other_failures else 1})",
                           red=True)
+
+
+class _SafeLines:
+    """The terminal reporter, with every line the session writes made safe (render.safe_text): a
+    report dir, model name or server message holding ESC or a bidi override prints its escape."""
+
+    def __init__(self, tr: Any):
+        self._tr = tr
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self._tr.write_line(safe_text(line, multiline=False), **markup)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tr, name)

@@ -111,3 +111,17 @@ def test_report_command_renders_hostile_names_from_a_stored_file(tmp_path: Path,
     for name in ("report.md", "report.html"):
         text = (tmp_path / name).read_text("utf-8")
         assert "\x1b" not in text and "\x07" not in text and "<script>" not in text
+
+
+def test_a_report_dir_name_with_control_characters_prints_their_escapes(pytester: pytest.Pytester) -> None:
+    # before (red team): the session's "files in ..." and PARTIAL lines wrote the report dir raw
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    shutil.copytree(repo / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    result = pytester.runpytest("cases/tier_A0", "--model", "oracle", "--instances", "i0", "--variants", "v0",
+                                "--agentfloor-report-dir", "rep\x1b[2Jort\u202e", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    assert result.ret == 0 and "\x1b[2J" not in out and "\u202e" not in out
+    assert "rep\\x1b[2Jort\\u202e" in out
