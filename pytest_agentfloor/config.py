@@ -41,12 +41,23 @@ SCRIPTED_POLICIES: tuple[str, ...] = (
 )
 
 
+def _no_bool_for_number(cls: type[BaseModel], value: Any, info: Any) -> Any:
+    """TOML's `true` is not a number: pydantic's lax mode would read `context_window = true` as 1."""
+    if isinstance(value, bool):
+        annotation = str(cls.model_fields[info.field_name].annotation)
+        if "bool" not in annotation and ("int" in annotation or "float" in annotation):
+            raise ValueError("expected a number, got a boolean (true/false)")
+    return value
+
+
 class Pricing(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     hourly_usd: float | None = Field(None, ge=0, description="amortised hardware cost per hour the model is busy "
                                      "serving requests (see docs/reports.md)")
     input_per_mtok: float | None = Field(None, ge=0)
     output_per_mtok: float | None = Field(None, ge=0)
+
+    _numbers = field_validator("*", mode="before")(classmethod(_no_bool_for_number))
 
     def cost(self, tokens_in: int, tokens_out: int, busy_s: float) -> float:
         """``busy_s``: the time the model was busy serving the run (Trajectory.busy_s), not wall time.
@@ -114,6 +125,8 @@ class ModelConfig(BaseModel):
                                 "(false), for the call-site routing policies; None: inferred (see is_hosted)")
     path: str | None = Field(None, description="provider \"recorded\": the JSONL file of recorded outputs "
                              "(relative to models.toml), see docs/callsite.md")
+
+    _numbers = field_validator("*", mode="before")(classmethod(_no_bool_for_number))
 
     @field_validator("base_url", mode="before")
     @classmethod
@@ -300,6 +313,23 @@ def redact_url(url: str) -> str:
 
 
 strip_credentials = redact_url  # the earlier name, kept for callers
+
+
+def redact_secrets(text: str, url: str | None, key: str | None = None) -> str:
+    """`text` with the API key and the password (and user:password) of `url` masked as ***: a server
+    may echo either in an error body, which then reaches records and the terminal."""
+    from urllib.parse import unquote, urlsplit
+
+    secrets = [key] if key else []
+    try:
+        parts = urlsplit(url or "")
+        if parts.password:
+            secrets += [f"{parts.username}:{parts.password}", parts.password, unquote(parts.password)]
+    except ValueError:
+        pass
+    for secret in sorted({s for s in secrets if s and len(s) >= 3}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return redact_text(text)
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"<>]*@")
 

@@ -198,3 +198,28 @@ def test_the_key_url_is_redacted_for_one_url_and_a_marker_for_a_pool() -> None:
     assert key_base_url(tuple(POOL)) == POOL_KEY
     assert key_base_url(one.public()["base_url"]) == "https://h.example/v1"
     assert key_base_url(None) is None
+
+
+@pytest.mark.parametrize("field", ["context_window", "max_tokens", "timeout_s", "max_connections"])
+def test_a_boolean_where_a_number_belongs_is_an_error_naming_the_field(tmp_path: Path, field: str) -> None:
+    # before (red team): pydantic's lax mode read `context_window = true` as 1, so Ollama got num_ctx 1
+    path = write(tmp_path, f'[models.m]\nprovider = "ollama"\nmodel = "x"\n{field} = true\n')
+    with pytest.raises(ConfigError) as info:
+        load_models(path)
+    assert field in str(info.value) and "boolean" in str(info.value)
+
+
+def test_booleans_stay_booleans_and_numbers_numbers(tmp_path: Path) -> None:
+    models = load_models(write(tmp_path, '[models.m]\nprovider = "ollama"\nmodel = "x"\nthink = true\nhosted = false\n'
+                                         'context_window = 4096\ntimeout_s = 30\n'))
+    m = models["m"]
+    assert m.think is True and m.hosted is False and m.context_window == 4096 and m.timeout_s == 30.0
+
+
+def test_a_password_in_the_url_or_the_key_echoed_by_a_server_is_masked() -> None:
+    from pytest_agentfloor.config import redact_secrets
+
+    url = "http://agent:pw%2Fsecret@127.0.0.1:9/v1"
+    text = "401: user agent:pw/secret, password pw%2Fsecret or pw/secret, key sk-live-123"
+    out = redact_secrets(text, url, "sk-live-123")
+    assert "secret" not in out and "sk-live" not in out and out.count("***") == 4

@@ -23,7 +23,7 @@ import httpx
 import ollama
 import pydantic
 
-from ..config import is_loopback, redact_url
+from ..config import is_loopback, redact_secrets, redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
@@ -279,7 +279,14 @@ class OllamaProvider(FreshClientOnExpiry):
                 error = self._error(f"unreadable response: {_first_error(exc)}", False)
         except json.JSONDecodeError as exc:
             error = self._error(f"response is not JSON ({exc.msg})", False)
-        except Exception as exc:  # nesting too deep for the JSON parser, a body of an odd shape, ...
+        except (RecursionError, ValueError) as exc:
+            # A JSON body nested past the parser's limit or holding an integer past Python's digit
+            # limit: in a chat reply only the model's output (its tool calls' arguments, which Ollama
+            # sends as objects) can be that shape, so it is the model's unreadable call, as the same
+            # arguments are under the OpenAI wire, where they arrive as a string.
+            why = "nested too deep" if isinstance(exc, RecursionError) else "holding a number too long"
+            error = MalformedReply(f"unreadable reply from {self.endpoint}: the model's output is {why} to read")
+        except Exception as exc:  # a body of an odd shape, ...
             error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
         if error is not None:
             if isinstance(error, ProviderError):
@@ -298,7 +305,8 @@ class OllamaProvider(FreshClientOnExpiry):
         raise error
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        """No API key and no password of the URL in what a server echoes back."""
+        return redact_secrets(text, self.host, self._secret)
 
     def _error(self, cause: str, transient: bool, retry_after: float | None = None,
                status: int | None = None) -> ProviderError:

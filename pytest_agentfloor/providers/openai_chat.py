@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 import openai
 from openai.types.chat import ChatCompletion
 
-from ..config import is_loopback, redact_url
+from ..config import is_loopback, redact_secrets, redact_url
 from ..context import LADDER_MAX_TURNS
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
@@ -217,7 +217,8 @@ class OpenAIProvider(FreshClientOnExpiry):
         raise error
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text  # servers sometimes echo the key
+        """No API key and no password of the URL in what a server echoes back."""
+        return redact_secrets(text, self.base_url, self._secret)
 
     def _error(self, cause: str, transient: bool, retry_after: float | None = None,
                status: int | None = None) -> ProviderError:
