@@ -125,6 +125,26 @@ def test_a_malformed_call_in_the_probe_reply_does_not_exclude_the_model(tier_a: 
     assert probe["fake"]["classification"] == "tool_capable" and "malformed payload" in probe["fake"]["detail"]
 
 
+def test_arguments_nested_past_the_parser_in_an_ollama_reply_are_the_models_malformed_call(
+        tier_a: pytest.Pytester) -> None:
+    # before (red team): Ollama sends arguments as an object, so 5,000-deep arguments made the whole
+    # body unreadable: the probe said "error" and the model had no item, where OpenAI grades it F2
+    from tests.fakeserver import FakeModelServer, raw
+
+    deep = 5000
+    body = ('{"model":"tiny","message":{"role":"assistant","content":"","tool_calls":[{"function":'
+            '{"name":"lookup_record","arguments":' + '{"a":' * deep + "1" + "}" * deep + '}}]},"done":true}')
+    with FakeModelServer(lambda _: raw(body)) as server:
+        tier_a.path.joinpath("models.toml").write_text(
+            model_toml(server.url).replace('provider = "openai"', 'provider = "ollama"'))
+        result = tier_a.runpytest("cases/tier_A/A1.toml", "--model", "fake", "--variants", "v0", "--instances", "i0")
+    assert result.parseoutcomes() == {"failed": 1}, result.outlines[-5:]
+    (rec,) = records(tier_a)
+    assert rec["termination"] == "malformed_call" and not rec["infra_error"] and "nested too deep" in rec["error"]
+    probe = json.loads(next(tier_a.path.glob("reports/sessions/*/probe.json")).read_text())
+    assert probe["fake"]["classification"] == "tool_capable"
+
+
 # -- point 11: a dead endpoint is paused, its remaining items end at once ---------------------------
 def test_a_dead_endpoint_is_paused_and_its_items_resume_later(tier_a: pytest.Pytester) -> None:
     # before: 20 items x 4 attempts (80 requests, each item about 2-3 s of back-off) against a

@@ -99,8 +99,8 @@ def test_nested_tool_arguments_in_a_reply_do_not_escape(server: FakeModelServer,
     traj = run_episode(case_b1, make(wire, server), model="m")  # returns: nothing escapes
     if wire == "openai":  # the call reaches the episode, which refuses to read it: an error result, no crash
         assert traj.calls and all(c.result.get("status") == "error" for c in traj.calls)
-    else:  # the body itself is unreadable: an infrastructure error
-        assert traj.termination == "provider_error" and "unreadable response" in traj.error
+    else:  # the body is unreadable only because of the model's arguments: the model's malformed call
+        assert traj.termination == "malformed_call" and "nested too deep" in traj.error
 
 
 def test_empty_body_through_the_plugin_leaves_a_record_and_no_traceback(pytester: pytest.Pytester,
