@@ -103,7 +103,17 @@ def _hook(plugins: tuple[str, ...]) -> Any:
 
     from .. import hookspec
 
-    pm = pluggy.PluginManager("pytest")
+    class _Manager(pluggy.PluginManager):
+        """Takes a plain ``pytest_agentfloor_capture_*`` function as an implementation, as a conftest.py's."""
+
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            opts = super().parse_hookimpl_opts(plugin, name)
+            if opts is None and name.startswith("pytest_agentfloor_capture_") and callable(getattr(plugin, name, None)):
+                return {"wrapper": False, "hookwrapper": False, "optionalhook": False, "tryfirst": False,
+                        "trylast": False, "specname": None}
+            return opts
+
+    pm = _Manager("pytest")
     pm.add_hookspecs(hookspec)
     for name in plugins:
         pm.register(importlib.import_module(name), name=name)
