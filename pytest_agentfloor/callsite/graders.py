@@ -636,15 +636,20 @@ def grade_python(case: CallSiteCase, output: str) -> Outcome:
     return Outcome([_ok("python.parse"), _ok("python.functions")])
 
 
-GRADERS: dict[str, Grader] = {
+#: the five site contracts of seed 001 (the shipped suite's graders)
+SITE_GRADERS: dict[str, Grader] = {
     "intent": grade_label,
     "action_label": grade_label,
     "actuator": grade_actuator,
     "planner": grade_planner,
     "codegen": grade_codegen,
+}
+#: generic contracts for captured calls (capture cases): the case's reference is the gold
+CAPTURE_GRADERS: dict[str, Grader] = {
     "json": grade_json,
     "json_actions": grade_json_actions,
     "tool_calls": grade_tool_calls,
     "exact": grade_exact,
     "python": grade_python,
 }
+GRADERS: dict[str, Grader] = {**SITE_GRADERS, **CAPTURE_GRADERS}
