@@ -95,6 +95,9 @@ def _now() -> str:
 class ProxyHandler(BaseHTTPRequestHandler):
     proxy: CaptureProxy
     protocol_version = "HTTP/1.1"
+    #: TCP_NODELAY: the head and the body are separate writes; with Nagle's algorithm and the agent's
+    #: delayed ACK the body would wait ~40 ms (measured: +43 ms per request before this line)
+    disable_nagle_algorithm = True
     timeout = 900  # an idle keep-alive connection is closed after this
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
