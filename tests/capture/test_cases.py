@@ -170,3 +170,12 @@ def test_generated_tables_collect_and_pass_under_the_oracle(pytester: pytest.Pyt
     result = pytester.runpytest("cases/captured", "--model", "oracle", "-p", "no:randomly")
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(["*7 passed*"])
+
+
+def test_the_documented_example_tables_are_what_capture_cases_writes_from_its_captures(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "captured"
+    assert main(["--from", str(example), "--out", str(tmp_path)]) == 0
+    written = sorted(p.name for p in tmp_path.glob("*.toml"))
+    assert written == sorted(p.name for p in example.glob("*.toml")) == ["router.toml", "weather-2.toml", "weather.toml"]
+    for name in written:
+        assert (tmp_path / name).read_text() == (example / name).read_text(), name
