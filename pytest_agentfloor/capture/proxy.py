@@ -202,11 +202,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
             encoding = resp.headers.get("content-encoding")
             length = resp.headers.get("content-length")
             keep = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in HOP_BY_HOP]
-            chunked = length is None and self.request_version == "HTTP/1.1" and self.command != "HEAD"
+            bodiless = self.command == "HEAD" or status in (204, 304) or status < 200
+            chunked = length is None and self.request_version == "HTTP/1.1" and not bodiless
             if chunked:
                 keep.append(("Transfer-Encoding", "chunked"))
-            elif length is None:
-                self.close_connection = True
+            elif length is None and not bodiless:
+                self.close_connection = True  # an HTTP/1.0 agent: the body ends when the connection does
             self._send_head(status, resp.reason_phrase, keep)
             expected = int(length) if length is not None and length.isdigit() else None
             got = 0
