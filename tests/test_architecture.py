@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "sandbox", "sandbox.*", "kinds", "pressure", "pressure.cell", "pressure.catalogue",
                    "pressure.encoding", "pressure.menu", "pressure.family", "pressure.compiler", "callsite",
                    "callsite.schema", "callsite.policies")),
-    ("play", ("providers", "providers.*", "local", "local.*", "episode", "probe", "capture", "capture.config",
+    ("play", ("providers", "providers.*", "local", "local.*", "episode", "probe", "capture", "capture.config", "capture.upstream",
               "capture.wire", "capture.sites", "capture.redact", "capture.store", "capture.proxy")),
     ("grading", ("grading", "grading.*", "callsite.parsers", "callsite.graders", "callsite.guard")),
     ("records", ("results",)),

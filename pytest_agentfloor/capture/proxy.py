@@ -1,11 +1,11 @@
 """The recording proxy: forwards each request unchanged, returns the reply unchanged, stores the pair.
 
-Standard library ``ThreadingHTTPServer`` (one thread per agent connection, HTTP/1.1 keep-alive)
-in front, ``httpx`` to the upstream (connection pooling, TLS, timeouts; ``trust_env`` off, so an
-environment proxy variable never reroutes an agent's traffic). Why these: the server side needs
-no dependency and no event loop, the agent's own client keeps its connection open, and httpx is
-already what the providers use; ``iter_raw`` hands over the upstream's bytes as they arrive and
-undecoded (a gzip body stays gzip), so the agent receives exactly what the upstream sent.
+Standard library on both sides: ``ThreadingHTTPServer`` in front (one thread per agent
+connection, HTTP/1.1 keep-alive) and ``http.client`` to the upstream (:mod:`.upstream`: one
+keep-alive connection per thread, TLS, timeouts, no environment proxy variables). Why: no
+dependency and no event loop, the agent's own client keeps its connection open, and the bytes
+arrive as the upstream sent them and undecoded (a gzip body stays gzip). httpx, which the
+providers use, cost three times the CPU per forwarded request (docs/capture.md, "Overhead").
 
 What "unchanged" means here: the request's method, path (less a ``/site/NAME`` prefix), query,
 body and headers go upstream as received, less the hop-by-hop headers (``Connection``,
@@ -30,18 +30,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from .config import CaptureConfig
 from .redact import Redactor, clean_query, secret_values
 from .sites import HEADER, assign, split_path
 from .store import SCHEMA, CaptureStore
+from .upstream import Upstream, UpstreamError
 from .wire import api_of, decoded, is_terminal_chunk, read_reply, read_request
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade", "proxy-connection"})
-#: headers httpx adds on its own; dropped again unless the agent sent them
-_HTTPX_DEFAULTS = ("accept", "accept-encoding", "connection", "user-agent")
 
 
 def is_loopback(host: str) -> bool:
@@ -62,9 +59,7 @@ class CaptureProxy:
         self.store = store
         self.config = config or CaptureConfig()
         self.redactor = redactor or Redactor(self.config.patterns, self.config.replacement, self.config.plugins)
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0), trust_env=False,
-                                   limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-                                   follow_redirects=False)
+        self.client = Upstream(self.upstream, timeout_s)
         self.captured = 0
         self._count_lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
@@ -84,7 +79,6 @@ class CaptureProxy:
     def close(self) -> None:
         if self.httpd is not None:
             self.httpd.server_close()
-        self.client.close()
         self.store.close()
 
 
@@ -137,11 +131,6 @@ class ProxyHandler(BaseHTTPRequestHandler):
         headers = [(k, v) for k, v in incoming
                    if k.lower() not in HOP_BY_HOP and k.lower() not in connection
                    and k.lower() not in ("host", HEADER, "content-length")]
-        request = proxy.client.build_request(self.command, proxy.upstream + path, headers=headers, content=body)
-        sent = {k.lower() for k, _ in headers}
-        for name in _HTTPX_DEFAULTS:
-            if name not in sent and name in request.headers:
-                del request.headers[name]
         rec: dict[str, Any] | None = None
         secrets: list[str] = []
         if api is not None and self.command == "POST":
@@ -154,10 +143,10 @@ class ProxyHandler(BaseHTTPRequestHandler):
                    "request": {"messages": req["messages"], "tools": req["tools"], "params": req["params"]}}
             if req.get("error"):
                 rec["request"]["error"] = req["error"]
-        self._relay(request, api, rec, secrets, start)
+        self._relay((self.command, path, headers, body), api, rec, secrets, start)
 
     # -- reply -----------------------------------------------------------------------------
-    def _relay(self, request: httpx.Request, api: str | None, rec: dict[str, Any] | None, secrets: list[str],
+    def _relay(self, request: tuple[str, str, list[tuple[str, str]], bytes], api: str | None, rec: dict[str, Any] | None, secrets: list[str],
                start: float) -> None:
         proxy = self.proxy
         written = False
@@ -183,10 +172,10 @@ class ProxyHandler(BaseHTTPRequestHandler):
                       file=sys.stderr, flush=True)
 
         try:
-            resp = proxy.client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
-            error = f"upstream {proxy.upstream}: {type(exc).__name__}: {exc}"
+            resp = proxy.client.send(*request)
+        except UpstreamError as exc:
+            status = 504 if exc.timeout else 502
+            error = f"upstream {proxy.upstream}: {exc}"
             data = json.dumps({"error": {"message": f"agentfloor capture proxy: {error}", "type": "upstream_error",
                                          "param": None, "code": None}}).encode()
             chunks.append(data)
@@ -196,23 +185,24 @@ class ProxyHandler(BaseHTTPRequestHandler):
                             [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
             self._write(data)
             return
+        complete = False
         try:
             ttfb = time.perf_counter() - start
-            status, ctype = resp.status_code, resp.headers.get("content-type")
-            encoding = resp.headers.get("content-encoding")
-            length = resp.headers.get("content-length")
-            keep = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+            status, ctype = resp.status, resp.getheader("content-type")
+            encoding = resp.getheader("content-encoding")
+            length = resp.getheader("content-length")
+            keep = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
             bodiless = self.command == "HEAD" or status in (204, 304) or status < 200
             chunked = length is None and self.request_version == "HTTP/1.1" and not bodiless
             if chunked:
                 keep.append(("Transfer-Encoding", "chunked"))
             elif length is None and not bodiless:
                 self.close_connection = True  # an HTTP/1.0 agent: the body ends when the connection does
-            self._send_head(status, resp.reason_phrase, keep)
+            self._send_head(status, resp.reason, keep)
             expected = int(length) if length is not None and length.isdigit() else None
             got = 0
             try:
-                for chunk in resp.iter_raw():
+                for chunk in proxy.client.chunks(resp):
                     if not chunk:
                         continue
                     chunks.append(chunk)
@@ -220,16 +210,19 @@ class ProxyHandler(BaseHTTPRequestHandler):
                     if (expected is not None and got >= expected) or (api and is_terminal_chunk(api, chunk)):
                         finish()  # on disk before the agent can see its reply complete
                     self._write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                complete = True
                 finish()
                 if chunked:
                     self._write(b"0\r\n\r\n")
-            except httpx.HTTPError as exc:
-                finish(f"upstream broke off the reply: {type(exc).__name__}: {exc}")
+            except UpstreamError as exc:
+                finish(f"upstream broke off the reply: {exc}")
                 self.close_connection = True
             except (BrokenPipeError, ConnectionResetError) as exc:
                 finish(f"the agent closed the connection: {type(exc).__name__}")
                 self.close_connection = True
         finally:
+            if not complete:  # the reply was not read to its end: this connection cannot carry another
+                proxy.client.drop()
             resp.close()
             finish()
 

@@ -245,3 +245,55 @@ def test_the_command_refuses_a_remote_listen_address_without_allow_remote(capsys
         main(["--upstream", "http://127.0.0.1:9", "--listen", "0.0.0.0:0"])
     assert exc.value.code == 2 and "--allow-remote" in capsys.readouterr().err
     assert sys.modules.get("pytest_agentfloor.capture.proxy") is not None
+
+
+def test_an_agent_that_hangs_up_mid_reply_leaves_the_next_call_working(tmp_path: Path) -> None:
+    with FakeModelServer(default=reply("a long answer " * 2000)) as up, running_proxy(up.url, tmp_path) as (url, _):
+        import socket
+
+        host, port = url.split("//")[1].split(":")
+        body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+        with socket.create_connection((host, int(port))) as s:  # reads the head and hangs up
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            assert s.recv(64).startswith(b"HTTP/1.1 200")
+        with client() as c:
+            for _ in range(3):
+                r = c.post(url + "/v1/chat/completions", json={"model": "m", "messages": []})
+                assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"].startswith("a long")
+
+
+def test_a_keep_alive_upstream_connection_is_reused_and_a_stale_one_replaced(tmp_path: Path) -> None:
+    from pytest_agentfloor.capture.upstream import Upstream
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        peers: list[int] = []
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.peers.append(self.client_address[1])
+            data = b'{"choices": [{"message": {"content": "ok"}}]}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        up = Upstream(f"http://127.0.0.1:{httpd.server_address[1]}", 10)
+        for _ in range(3):
+            resp = up.send("POST", "/v1/chat/completions", [("Content-Type", "application/json")], b"{}")
+            assert b"".join(up.chunks(resp)) == b'{"choices": [{"message": {"content": "ok"}}]}'
+        assert len(set(KeepAlive.peers)) == 1  # one connection for the three
+        up._local.conn.sock.shutdown(2)  # as if the upstream had closed it while idle
+        resp = up.send("POST", "/v1/chat/completions", [("Content-Type", "application/json")], b"{}")
+        assert b"".join(up.chunks(resp)).endswith(b"}") and len(set(KeepAlive.peers)) == 2
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
