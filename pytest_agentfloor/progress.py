@@ -314,7 +314,7 @@ class Progress:
         if name is None:
             return
         p = self._model(name)
-        props = dict(report.user_properties) if report.when != "teardown" else {}
+        props: dict[str, Any] = dict(report.user_properties) if report.when != "teardown" else {}
         if "tokens_in" in props:
             p.tokens_in += int(props.get("tokens_in") or 0)
             p.tokens_out += int(props.get("tokens_out") or 0)
