@@ -368,10 +368,10 @@ class CallSiteCase(BaseModel):
 
     def facets(self) -> dict[str, Any]:
         """What the case says about itself, carried by every record of it."""
-        out = {"site": self.site, "grader": self.grader, "group": self.group,
-               "installation": self.installation.id if self.installation else None,
-               "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable,
-               "parser": self.parser_name}
+        out: dict[str, Any] = {"site": self.site, "grader": self.grader, "group": self.group,
+                               "installation": self.installation.id if self.installation else None,
+                               "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable,
+                               "parser": self.parser_name}
         if self.review is not None:  # captured cases only: existing records keep their shape
             out["review"] = self.review
             out["calls"] = self.calls

@@ -58,7 +58,7 @@ def _proxy_main(args: list[str]) -> int:
     store = CaptureStore(ns.out, ns.fsync, ns.fsync_interval)
     proxy = CaptureProxy(ns.upstream, store, config, redactor=redactor, timeout_s=ns.timeout)
     httpd = proxy.serve(host, port)
-    bound_host, bound_port = httpd.server_address[:2]
+    bound_host, bound_port = str(httpd.server_address[0]), int(httpd.server_address[1])
     stop = threading.Event()
 
     def _stop(signum: int, frame: object) -> None:

@@ -194,10 +194,11 @@ def sha256(text: str) -> str:
 
 
 def tool_names(tools: list[Any]) -> list[str]:
-    out = []
+    out: list[str] = []
     for t in tools:
         if isinstance(t, dict):
-            fn = t.get("function") if isinstance(t.get("function"), dict) else t
+            inner = t.get("function")
+            fn: dict[str, Any] = inner if isinstance(inner, dict) else t
             if isinstance(fn.get("name"), str):
                 out.append(fn["name"])
     return out
