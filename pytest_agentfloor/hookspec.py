@@ -63,3 +63,20 @@ def pytest_agentfloor_callsite_grade(case: "CallSiteCase", output: "str") -> "Ou
                 return None
             return Outcome([Verdict("mine.upper", output.isupper(), "upper case", output[:40])])
     """
+
+
+@pytest.hookspec
+def pytest_agentfloor_capture_redact(record: "dict[str, Any]") -> None:
+    """Edit one captured request/reply pair in place before it is written; every implementation runs.
+
+    Called by the capture proxy (``python -m pytest_agentfloor capture``, docs/capture.md) in the
+    plugin modules named by its config's ``[redact] plugins`` or ``--redact-plugin``, after the
+    built-in redaction (credential headers and query keys struck out, the config's patterns
+    applied). ``record["request"]["messages"]`` and ``record["reply"]["text"]`` are the prompts and
+    the reply; replace what must not be stored::
+
+        def pytest_agentfloor_capture_redact(record):
+            for m in record["request"]["messages"]:
+                if isinstance(m.get("content"), str):
+                    m["content"] = m["content"].replace("ACME-internal", "[REDACTED]")
+    """

@@ -296,6 +296,14 @@ def _ollama_body(action: Reply, request: Any) -> dict[str, Any]:
     return body
 
 
+def _pieces(text: str) -> list[str]:
+    """The reply text in up to three streamed pieces (none for an empty text)."""
+    if not text:
+        return []
+    n = max(1, -(-len(text) // 3))
+    return [text[i:i + n] for i in range(0, len(text), n)]
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeModelServer  # set on the per-server subclass
     protocol_version = "HTTP/1.0"  # one request per connection: handler threads end promptly
@@ -367,11 +375,65 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(action, Raw):
             data = action.body if isinstance(action.body, (bytes, str)) else json.dumps(action.body)
             self._send(action.code, data.encode() if isinstance(data, str) else data, action.content_type)
+        elif isinstance(action, Reply) and isinstance(body, dict) and body.get("stream") is True:
+            self._stream(action, path, body)
         elif isinstance(action, Reply):
             out = _openai_body(action, body, fake) if path == OPENAI_PATH else _ollama_body(action, body)
             self._send_json(200, out)
         else:
             self._send_json(500, {"error": f"fake server: unknown action {action!r}"})
+
+    def _stream(self, action: Reply, path: str, body: dict[str, Any]) -> None:
+        """A reply to ``"stream": true``: server-sent events (OpenAI) or JSON lines (Ollama), each piece
+        written and flushed on its own, the body ending when the connection closes (HTTP/1.0)."""
+        pieces = _pieces(action.content or "")
+        events: list[bytes] = []
+        if path == OPENAI_PATH:
+            full = _openai_body(action, body, self.fake)
+            base = {"id": full["id"], "object": "chat.completion.chunk", "created": full["created"],
+                    "model": full["model"]}
+
+            def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+                data = dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
+                return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+            events.append(event({"role": "assistant", "content": ""}))
+            events += [event({"content": p}) for p in pieces]
+            for i, call in enumerate(full["choices"][0]["message"].get("tool_calls") or []):
+                args = call["function"]["arguments"]
+                half = len(args) // 2
+                events.append(event({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                                     "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+                for part in (args[:half], args[half:]):
+                    events.append(event({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+            events.append(event({}, full["choices"][0]["finish_reason"]))
+            if (body.get("stream_options") or {}).get("include_usage") and "usage" in full:
+                events.append(b"data: " + json.dumps(dict(base, choices=[], usage=full["usage"])).encode() + b"\n\n")
+            events.append(b"data: [DONE]\n\n")
+            ctype = "text/event-stream"
+        else:
+            full = _ollama_body(action, body)
+            head = {"model": full["model"], "created_at": full["created_at"]}
+            for p in pieces:
+                events.append(json.dumps(dict(head, message={"role": "assistant", "content": p}, done=False)).encode() + b"\n")
+            if full["message"].get("tool_calls"):
+                events.append(json.dumps(dict(head, message={"role": "assistant", "content": "",
+                                                            "tool_calls": full["message"]["tool_calls"]},
+                                              done=False)).encode() + b"\n")
+            last = {k: v for k, v in full.items() if k != "message"}
+            events.append(json.dumps(dict(last, message={"role": "assistant", "content": ""})).encode() + b"\n")
+            ctype = "application/x-ndjson"
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            for e in events:
+                self.wfile.write(e)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def _trickle(self, action: Trickle, path: str, body: Any) -> None:
         then = action.then or self.fake.default

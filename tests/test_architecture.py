@@ -26,13 +26,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "sandbox", "sandbox.*", "kinds", "pressure", "pressure.cell", "pressure.catalogue",
                    "pressure.encoding", "pressure.menu", "pressure.family", "pressure.compiler", "callsite",
                    "callsite.schema", "callsite.policies")),
-    ("play", ("providers", "providers.*", "local", "local.*", "episode", "probe")),
+    ("play", ("providers", "providers.*", "local", "local.*", "episode", "probe", "capture", "capture.config", "capture.upstream",
+              "capture.wire", "capture.sites", "capture.redact", "capture.store", "capture.proxy")),
     ("grading", ("grading", "grading.*", "callsite.parsers", "callsite.graders", "callsite.guard")),
     ("records", ("results",)),
     ("judge and statistics", ("judge", "judge.*", "corpus", "stats", "stats.*", "callsite.stats")),
-    ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade")),
+    ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade", "capture.cases")),
     ("case kinds", ("suite.kind", "callsite.kind", "callsite.tables", "pressure.kind", "pressure.tables")),
-    ("pytest", ("plugin", "items", "options", "runstate", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__")),
+    ("pytest", ("plugin", "items", "options", "runstate", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__",
+                "capture.command")),
 ]
 
 #: the packages of the built-in plug-in kinds (the ladder's kind class sits in suite/kind.py, over the

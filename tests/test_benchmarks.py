@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: benchmark -> what its output must contain (a figure with its unit)
 FIGURES = {
     "bench_aggregate.py": r"aggregate wall time: best \d+\.\d+ s",
+    "bench_capture.py": r"load average before [\d.]+(.|\n)*added latency per forwarded request: median [+-]\d+\.\d+ ms",
     "bench_collection.py": r"best wall of 1 .*: \d+\.\d+ s; peak RSS \d+ MB",
     "bench_concurrency.py": r"-n 2: .* measured \d+\.\d+ s",
     "bench_corpus.py": r"median per item: plain \d+\.\d+ ms, --record (.|\n)*resume after SIGKILL",

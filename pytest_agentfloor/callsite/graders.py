@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..grading.obligations import Verdict
-from .parsers import Reading, read_code, read_json_array, read_label, reading
+from .parsers import Reading, find_json, read_code, read_json_array, read_label, reading, unfence
 from .schema import _ENTITY, AGENT_FUNCTIONS, Action, CallSiteCase, CodegenGold
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -631,10 +631,119 @@ def _harness_findings(tree: ast.Module, gold: CodegenGold) -> list[Verdict]:
     return v
 
 
-GRADERS: dict[str, Grader] = {
+# -- generic contracts of captured calls (capture cases, docs/capture.md): gold = the case's reference --------
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _read_json(text: str, parser: str) -> tuple[Any, bool]:
+    """(value, found): the deployed (and harness) parser searches the reply as the JSON sites do; strict: the whole reply."""
+    if parser != "strict":
+        value = find_json(text)
+        return value, value is not None or (text or "").strip() == "null"
+    try:
+        return json.loads(unfence(text)), True
+    except json.JSONDecodeError:
+        return None, False
+
+
+def grade_json(case: CallSiteCase, output: str) -> Outcome:
+    """The reply's JSON value equals the reference's (objects compared key by key, arrays in order)."""
+    want, _ = _read_json(case.reference, "deployed")
+    got, found = _read_json(output, case.parser_name)
+    if not found:
+        return Outcome([_fail("json.format", "a JSON value", _short(output or "(empty)"))])
+    if _canon(got) != _canon(want):
+        return Outcome([_ok("json.format"), _fail("json.value", _short(want), _short(got))])
+    return Outcome([_ok("json.format"), _ok("json.value")])
+
+
+def _multiset_problem(want: list[Any], got: list[Any]) -> str:
+    rest = [_canon(w) for w in want]
+    extra = []
+    for g in got:
+        key = _canon(g)
+        if key in rest:
+            rest.remove(key)
+        else:
+            extra.append(g)
+    if not rest and not extra:
+        return ""
+    return (f"missing {_short(rest[0])}" if rest else "") + ("; " if rest and extra else "") + \
+        (f"extra {_short(extra[0])}" if extra else "")
+
+
+def grade_json_actions(case: CallSiteCase, output: str) -> Outcome:
+    """A JSON array holding exactly the reference's items, in any order (an action list, a plan's steps)."""
+    want, _ = _read_json(case.reference, "deployed")
+    got, _why = read_json_array(output, case.parser_name)
+    if got is None:
+        return Outcome([_fail("json_actions.format", "a JSON array", _why)])
+    problem = _multiset_problem(want if isinstance(want, list) else [want], got)
+    if problem:
+        return Outcome([_ok("json_actions.format"), _fail("json_actions.items", f"{len(want)} item(s) as the "
+                                                          "reference", f"{len(got)}: {problem}")])
+    return Outcome([_ok("json_actions.format"), _ok("json_actions.items")])
+
+
+def grade_tool_calls(case: CallSiteCase, output: str) -> Outcome:
+    """The same tool calls as the reference: each name with equal arguments, in any order.
+
+    A live model's native calls reach the grader as the JSON list ``[{"name", "arguments"}]``
+    (``callsite.kind.calls_text``); the oracle answers that list as text."""
+    want, _ = _read_json(case.reference, "deployed")
+    got, _why = read_json_array(output, "deployed")
+    if got is None or not all(isinstance(c, dict) and "name" in c for c in got):
+        return Outcome([_fail("tool_calls.format", "tool calls", _short(output or "(empty)"))])
+    norm = [{"name": c.get("name"), "arguments": c.get("arguments")} for c in got]
+    problem = _multiset_problem(want if isinstance(want, list) else [], norm)
+    if problem:
+        return Outcome([_ok("tool_calls.format"), _fail("tool_calls.calls", _short(want), problem)])
+    return Outcome([_ok("tool_calls.format"), _ok("tool_calls.calls")])
+
+
+def grade_exact(case: CallSiteCase, output: str) -> Outcome:
+    """The reply's text equals the reference's, whitespace runs folded (strict: exactly)."""
+    fold = (lambda t: " ".join((t or "").split())) if case.parser_name != "strict" else (lambda t: t or "")
+    if fold(output) != fold(case.reference):
+        return Outcome([_fail("exact.text", _short(case.reference), _short(output or "(empty)"))])
+    return Outcome([_ok("exact.text")])
+
+
+def _functions(tree: ast.Module) -> set[tuple[str, bool]]:
+    return {(n.name, isinstance(n, ast.AsyncFunctionDef)) for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def grade_python(case: CallSiteCase, output: str) -> Outcome:
+    """Python that parses (``ast``, never run) and defines the reference's module-level functions."""
+    try:
+        tree = ast.parse(read_code(output, case.parser_name))
+    except (SyntaxError, ValueError) as exc:
+        return Outcome([_fail("python.parse", "Python that parses", f"{type(exc).__name__}: {exc}")])
+    want = _functions(ast.parse(read_code(case.reference, "deployed")))
+    missing = sorted(want - _functions(tree))
+    if missing:
+        return Outcome([_ok("python.parse"), _fail("python.functions", ", ".join(
+            ("async " if a else "") + n for n, a in sorted(want)), f"missing {missing[0][0]}")])
+    return Outcome([_ok("python.parse"), _ok("python.functions")])
+
+
+#: the five site contracts of seed 001 (the shipped suite's graders)
+SITE_GRADERS: dict[str, Grader] = {
     "intent": grade_label,
     "action_label": grade_label,
     "actuator": grade_actuator,
     "planner": grade_planner,
     "codegen": grade_codegen,
 }
+#: generic contracts for captured calls (capture cases): the case's reference is the gold
+CAPTURE_GRADERS: dict[str, Grader] = {
+    "json": grade_json,
+    "json_actions": grade_json_actions,
+    "tool_calls": grade_tool_calls,
+    "exact": grade_exact,
+    "python": grade_python,
+}
+GRADERS: dict[str, Grader] = {**SITE_GRADERS, **CAPTURE_GRADERS}

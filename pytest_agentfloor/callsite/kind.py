@@ -172,7 +172,10 @@ def expand_table(data: dict[str, Any], path: Path, content_hash: str) -> list[Ca
             prompt=c.prompt, context=_context(table.grader, inst, template), labels=tuple(table.labels),
             max_tokens=table.max_tokens, parser=table.parser, installation=inst, naming=c.naming, label=c.label,
             actions=tuple(c.actions) if c.actions is not None else None, plan=c.plan, code=c.code,
-            reference=ref, content_hash=content_hash))
+            reference=ref, content_hash=content_hash,
+            messages_json=json.dumps(c.messages) if c.messages is not None else None,
+            tools_json=json.dumps(table.tools) if table.tools else None, review=c.review,
+            calls=c.provenance.count if c.provenance is not None else None))
     if problems:
         raise CaseError(path, problems[:8] + ([f"... and {len(problems) - 8} more"] if len(problems) > 8 else []))
     return out
@@ -226,7 +229,7 @@ def grade_call(case: CallSiteCase, traj: Trajectory, hook: Any = None) -> SiteGr
                                        "none registered (implement pytest_agentfloor_callsite_grade)")])
         else:  # total: a verdict for any output, or GraderCrashed (the harness's error, record kept)
             outcome = guarded(case.grader, grader, case, output)
-    if traj.calls:
+    if traj.calls and not case.tools_json:
         outcome = Outcome([Verdict(f"{case.grader}.no_tools", False, "a text reply (no tools are offered)",
                                    f"tool call {traj.calls[0].name}")] + outcome.verdicts, outcome.details)
     first = outcome.first_failed
@@ -237,15 +240,16 @@ def grade_call(case: CallSiteCase, traj: Trajectory, hook: Any = None) -> SiteGr
 def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 0, protocol: str | None = None,
               clock: Any = time.perf_counter) -> Trajectory:
     """One request, recorded as a one-turn trajectory; never raises for model or endpoint failures."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": case.system_prompt},
-                                      {"role": "user", "content": case.user_message}]
+    messages: list[dict[str, Any]] = case.conversation()
+    tools = case.tool_schemas()
     traj = Trajectory(case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
-                      model=model, tools=[], messages=messages, turn_budget=1, call_limit=0, protocol=protocol)
+                      model=model, tools=[t.get("function", t).get("name", "") for t in tools], messages=messages,
+                      turn_budget=1, call_limit=0, protocol=protocol)
     start = clock()
     try:
         with episode_net() as net:  # time queued for a connection or a hold: queue_s, not the call's
             try:
-                reply = provider.complete(messages, [], case=case)
+                reply = provider.complete(messages, tools, case=case)
             finally:
                 traj.queue_s = round(net.queued_s, 6)
     except ProviderError as exc:
@@ -264,9 +268,23 @@ def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 
         traj.turns.append(turn)
         messages.append({"role": "assistant", "content": reply.content or ""})
         traj.final_answer = reply.content or ""
+        if tools and kept:  # a case that offers tools: the calls are the answer, read as a JSON list
+            traj.final_answer = calls_text([(c.name, c.arguments) for c in kept])
         traj.termination = "truncated" if reply.finish_reason == "length" else "final_answer"
     traj.wall_s = max(0.0, clock() - start - traj.queue_s)
     return traj
+
+
+def calls_text(calls: list[tuple[str, str]]) -> str:
+    """Tool calls as the JSON list the ``tool_calls`` grader reads: [{"name", "arguments"}]."""
+    out = []
+    for name, args in calls:
+        try:
+            value: Any = json.loads(args)
+        except (TypeError, json.JSONDecodeError):
+            value = args
+        out.append({"name": name, "arguments": value})
+    return json.dumps(out, sort_keys=True)
 
 
 def _constant(case: CallSiteCase) -> Callable[[str, str], CallSiteCase]:

@@ -29,6 +29,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _json_text(v: Any) -> Any:
+    """A field a captured case file may hold as JSON text (TOML has no null; captures do)."""
+    if isinstance(v, str):
+        import json
+
+        try:
+            return json.loads(v)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not JSON ({exc.msg} at char {exc.pos})") from None
+    return v
+
+
 class Entity(_Strict):
     id: str
     name: str
@@ -179,6 +191,27 @@ class CodegenGold(_Strict):
         return v
 
 
+REVIEW_STATES: tuple[str, ...] = ("provisional", "accepted", "edited")
+
+
+class Provenance(_Strict):
+    """Where a captured case came from (``capture cases``, docs/capture.md)."""
+
+    site: str
+    first_seen: str = Field(description="time of the first captured call (UTC, ISO 8601)")
+    last_seen: str
+    count: int = Field(ge=1, description="how often the agent made this request: the captured call mix")
+    upstream_model: str | None = Field(None, description="the model that answered, as its reply named it")
+    upstream_models: list[str] = Field(default_factory=list, description="every model that answered it")
+    request_model: str | None = None
+    api: str | None = None
+    replies_seen: int = Field(1, ge=1, description="distinct replies to this request; the commonest is the reference")
+    request_hash: str = Field(description="sha256 of the system prompt, messages and tools")
+    params: dict[str, Any] = Field(default_factory=dict, description="the request's other fields (temperature, ...)")
+
+    _params = field_validator("params", mode="before")(classmethod(lambda cls, v: _json_text(v)))
+
+
 class SiteCase(_Strict):
     """One case of a site table; exactly the gold field of the table's grader is set."""
 
@@ -192,6 +225,13 @@ class SiteCase(_Strict):
     plan: PlannerGold | None = None
     code: CodegenGold | None = None
     reference: str | None = Field(None, description="an output that passes; derived from the gold where possible")
+    messages: list[dict[str, Any]] | None = Field(
+        None, description="the whole conversation after the system prompt, as captured (prompt: its last user turn)")
+    review: Literal["provisional", "accepted", "edited"] | None = Field(
+        None, description="a captured reference's review state; provisional: the production reply, unreviewed")
+    provenance: Provenance | None = None
+
+    _messages = field_validator("messages", mode="before")(classmethod(lambda cls, v: _json_text(v)))
 
     @field_validator("group")
     @classmethod
@@ -227,9 +267,13 @@ class SiteTable(_Strict):
         None, description="how the deployment reads the reply; unset: --agentfloor-callsite-parser, else deployed")
     installation: str | None = Field(None, description="default installation of the cases")
     installations_dir: str = Field("installations", description="where installation files live, relative")
+    tools: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="tool schemas offered with every case (OpenAI function format)")
     cases: list[SiteCase] = Field(alias="case")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    _tools = field_validator("tools", mode="before")(classmethod(lambda cls, v: _json_text(v)))
 
     @field_validator("site")
     @classmethod
@@ -284,6 +328,24 @@ class CallSiteCase(BaseModel):
     code: CodegenGold | None = None
     reference: str
     content_hash: str
+    messages_json: str | None = Field(None, description="JSON of the conversation after the system prompt")
+    tools_json: str | None = Field(None, description="JSON of the tool schemas offered")
+    review: str | None = None
+    calls: int | None = Field(None, description="captured: how often the agent made this request")
+
+    def conversation(self) -> list[dict[str, Any]]:
+        """The request's messages: the system prompt (when set) and the captured turns, or the user turn."""
+        import json
+
+        head = [{"role": "system", "content": self.system_prompt}] if self.system_prompt or not self.messages_json else []
+        if self.messages_json:
+            return head + list(json.loads(self.messages_json))
+        return head + [{"role": "user", "content": self.user_message}]
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        import json
+
+        return list(json.loads(self.tools_json)) if self.tools_json else []
 
     @property
     def parser_name(self) -> str:
@@ -306,7 +368,11 @@ class CallSiteCase(BaseModel):
 
     def facets(self) -> dict[str, Any]:
         """What the case says about itself, carried by every record of it."""
-        return {"site": self.site, "grader": self.grader, "group": self.group,
-                "installation": self.installation.id if self.installation else None,
-                "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable,
-                "parser": self.parser_name}
+        out: dict[str, Any] = {"site": self.site, "grader": self.grader, "group": self.group,
+                               "installation": self.installation.id if self.installation else None,
+                               "naming": self.naming, "cross_site": self.cross_site, "actionable": self.actionable,
+                               "parser": self.parser_name}
+        if self.review is not None:  # captured cases only: existing records keep their shape
+            out["review"] = self.review
+            out["calls"] = self.calls
+        return out

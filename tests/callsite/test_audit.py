@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentfloor.callsite.graders import GRADERS
+from pytest_agentfloor.callsite.graders import GRADERS, SITE_GRADERS
 from pytest_agentfloor.callsite.schema import CallSiteCase
 from pytest_agentfloor.kinds import load_file
 
@@ -29,7 +29,7 @@ def _cases() -> list[CallSiteCase]:
 
 
 CASES = _cases()
-BY_GRADER = {g: [c for c in CASES if c.grader == g] for g in GRADERS}
+BY_GRADER = {g: [c for c in CASES if c.grader == g] for g in SITE_GRADERS}
 
 
 def _rule(case: CallSiteCase, output: str, parser: str | None = None) -> str | None:
