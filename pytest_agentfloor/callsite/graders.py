@@ -608,22 +608,22 @@ def _harness_findings(tree: ast.Module, gold: CodegenGold) -> list[Verdict]:
             return v + [_fail("codegen.stub", f"a body for {stubs[0].name}()", "only pass, a docstring or ...")]
         v.append(_ok("codegen.stub"))
 
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Await) and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "subscribe"):
+    for awaited in ast.walk(tree):
+        if (isinstance(awaited, ast.Await) and isinstance(awaited.value, ast.Call)
+                and isinstance(awaited.value.func, ast.Attribute) and awaited.value.func.attr == "subscribe"):
             return v + [_fail("codegen.await_sync", "subscribe(...) called without await (it is synchronous)",
-                              f"await ...subscribe(...) at line {node.lineno}")]
+                              f"await ...subscribe(...) at line {awaited.lineno}")]
     v.append(_ok("codegen.await_sync"))
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "subscribe"
-                and len(node.args) < 2):
+    for call in ast.walk(tree):
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "subscribe"
+                and len(call.args) < 2):
             return v + [_fail("codegen.subscribe", "subscribe(topic, callback), both positional",
-                              f"no positional callback at line {node.lineno}")]
+                              f"no positional callback at line {call.lineno}")]
     v.append(_ok("codegen.subscribe"))
 
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            named = [a.name for a in node.names] + [getattr(node, "module", "") or ""]
+    for imp in ast.walk(tree):
+        if isinstance(imp, (ast.Import, ast.ImportFrom)):
+            named = [a.name for a in imp.names] + [getattr(imp, "module", "") or ""]
             own = [n for n in named if n and n.split(".")[0] in HARNESS_LLM_MODULES]
             if own:
                 return v + [_fail("codegen.own_llm", "agent.llm.chat for model calls", f"imports {own[0]}")]
