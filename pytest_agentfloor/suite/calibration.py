@@ -153,7 +153,8 @@ CHANGES: list[str] = [
     "(C 3.0, D 5.2, E 10.8 against the authors' 2.2, 2.8 and 5.4) and E's budgets (10-13) were not the "
     "authors' 10/9/10/12/12, so our C-E cells asked more execution of a model than the published ones, "
     "while our procedural prompts (\"first look up X, then ...\") asked less planning. Now:", "",
-    "* prompts state the goal and its constraints, never the sequence of calls (C, D, E);",
+    "* prompts state the goal and its constraints, never the sequence of calls (C, D, E; then A and B: "
+    "A3 and B2-B5 no longer name a tool, its operation or the order of the reads);",
     "* C: the prompt names what only pointed at the next record (C3's suppliers, C4's requested slot), "
     "so the branch is the task; C5 ends in a JSON answer, so four of five tasks end in a validated "
     "submission, as the authors';",
