@@ -94,7 +94,10 @@ def fitted_table(console: Console, t: TextTable, *, title: str | None = None, ta
     untitled = replace(t, title="")
     table = rich_table(untitled, table_box=table_box, drop=dropped, wrap=wrap)
     wide = console.options.update_width(10_000)
-    for col in optional:
+    # the optional columns first (in the order given), then the rightmost others (the tables put the
+    # most telling columns first): whole columns go, so rich never has to cut a number to fit
+    rest = [h for h in reversed(t.headers[1:]) if h not in dropped and h not in optional]
+    for col in [*optional, *rest]:
         if console.measure(table, options=wide).maximum <= console.width:
             break
         omitted.append(col)
