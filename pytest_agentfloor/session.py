@@ -55,6 +55,8 @@ class AgentFloorSession:
         self.gate_error: str | None = None
         self.session_id = new_session_id()
         self.started = time.time()
+        self.keep_sessions = keep_sessions(config)
+        self.pruned: list[str] = []
         settings.session_dir = session_dir(settings.report_dir, self.session_id)
         self.collection_errors = 0
         self.deselected = 0
@@ -425,6 +427,10 @@ class AgentFloorSession:
         except OSError as exc:
             point_latest(st.report_dir, self.session_id)
             self.report_error = f"could not publish the session's files to {st.report_dir} ({exc})"
+        if self.lock is not None:  # only while this session holds the report dir: no other session runs there
+            from .reportdir import prune_sessions
+
+            self.pruned = prune_sessions(st.report_dir, self.keep_sessions, self.session_id)
 
     @staticmethod
     def _drop_records(path: Path, keys: set[str]) -> None:
@@ -469,6 +475,9 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: {queued}")
         if self.report_error:
             tr.write_line(f"agentfloor: {self.report_error}", red=True)
+        if self.pruned:
+            tr.write_line(f"agentfloor: removed {len(self.pruned)} old session(s) from "
+                          f"{self.settings.report_dir / 'sessions'} (--agentfloor-keep-sessions {self.keep_sessions})")
         records = self.all_records()
         if self.settings.report_mode != "none" and records and self.summary is not None:
             from .report import render_summary
@@ -542,3 +551,13 @@ class AgentFloorSession:
             tr.write_sep("=", f"agentfloor gate: {head} ({', '.join(failed) or 'see above'})", red=True, bold=True)
             tr.write_line(f"gate: {head}: {why} (exit status {result.exit_status if not self.other_failures else 1})",
                           red=True)
+
+
+def keep_sessions(config: pytest.Config) -> int:
+    """--agentfloor-keep-sessions N (ini agentfloor_keep_sessions): session directories kept; 0 keeps all."""
+    from .options import _int_opt, _opt
+    from .reportdir import DEFAULT_KEEP_SESSIONS
+
+    if not str(_opt(config, "agentfloor_keep_sessions") or "").strip():
+        return DEFAULT_KEEP_SESSIONS
+    return _int_opt(config, "agentfloor_keep_sessions", "--agentfloor-keep-sessions", 0, 1_000_000)
