@@ -132,7 +132,8 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
     failures = failure_table(summary)
     if failures.rows:
         groups.append(fitted_table(console, failures))
-        groups.append(fitted_table(console, unmet_table(summary)))
+        unmet = unmet_table(summary)
+        groups.append([*fitted_table(console, unmet), *[Text(note, style="dim") for note in unmet.notes[1:]]])
     else:
         groups.append([Text("AgentFloor: no model failures", style="green")])
     diag = diagnostics_table(summary)

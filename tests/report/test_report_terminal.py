@@ -159,3 +159,23 @@ def test_tables_fit_by_dropping_columns_never_by_cutting_numbers(width: int) -> 
         assert "omitted; see report.md" in text  # what was dropped is said
     if width == 200:
         assert "[" in text and "TCR" in text
+
+
+def test_the_flag_legend_names_every_flag_shown() -> None:
+    """Issue 34: the legend left out `other`, the main job's most common flag (14 of 27)."""
+    from pytest_agentfloor.report.tables import TERMINAL_FLAG_SHORT, unmet_table
+
+    records = props()
+    flags = ["other", "truncation", "turn_limit", "wrong_conclusion", "budget", "infeasible"]
+    failed = [r for r in records if not r["passed"] and not r["infra_error"]]
+    for n, r in enumerate(failed):
+        r["terminal_flag"] = flags[n % len(flags)]
+    summary = build_summary(records, META, n_boot=100)[0]
+    table = unmet_table(summary)
+    legend = table.notes[-1]
+    for flag in flags:
+        header = TERMINAL_FLAG_SHORT.get(flag, flag)
+        assert header in table.headers and f"{header} = " in legend, (header, legend)
+    assert "other = none of these" in legend
+    text = render_text(summary, width=200)
+    assert "Then how the episode ended: " in text and "other = " in text  # the terminal shows it too
