@@ -3,6 +3,14 @@
 Items done / total, passes, errors, tokens in/out, cost so far, requests per second and an ETA,
 from the same reports the controller aggregates (so it works under xdist).
 
+With --agentfloor-concurrency and no xdist the episodes play in this process's look-ahead pool
+(prefetch.py), which tells this plugin as each starts and finishes (`episode_watch_key`): the count is
+then of finished episodes, out of pytest's order, the requests in flight are shown, tokens and
+requests are counted as episodes finish, and the ETA plays the rest on paper (`schedule_eta`) at
+the finished episodes' mean time (`episode_mean`). Passes and failures still come from the
+reports, in pytest's order. Under xdist the workers' pools have no watcher: the controller counts
+reports, as without concurrency.
+
 Two displays. On a terminal (`auto`/`live`): a live region of one line per model, drawn *below*
 the line pytest is writing, with the cursor put back where pytest left it. Without a terminal
 (CI logs), with TERM=dumb, `-s` or `--pdb` (`auto`), or with `lines`: plain periodic lines on a
@@ -19,8 +27,11 @@ pytest-rich) or running rich's `Live`:
 - No thread: the region is drawn from the controller's own hooks (an item starting or reporting),
   on the thread pytest writes from, while pytest is not capturing (a thread would draw into a
   test's captured output, and race pytest's writes). Content changes are redrawn at most every
-  `interval` seconds (0.25 s by default); a region erased by pytest's own output is put back at the
-  next event, so it is visible while an item runs. Between events the line does not tick.
+  `interval` seconds (0.25 s by default); a change held back by the interval is kept pending, not
+  dropped. A region erased by pytest's own output is put back at the next event, so it is visible
+  while an item runs. While the main thread waits for a pool's episode (prefetch.wait_for) it
+  ticks every 0.1 s, with pytest's capture suspended as for live logging, and draws what is
+  pending. Without a pool (items play in pytest's thread) the line does not tick between events.
 - Lines are cut to the terminal's width minus one cell (rich's cell widths) with an ellipsis, so they
   never wrap and the cursor movements stay exact; colours follow pytest's own markup decision
   (NO_COLOR, --color). Nothing else is needed from rich: its Live would want all output to go
