@@ -33,13 +33,11 @@ from typing import Any, Callable
 
 import pytest
 
+from .progress import episode_watch_key  # who hears of each episode as it starts and finishes
+
 #: this process's Prefetcher (absent with --agentfloor-concurrency 1)
 prefetcher_key = pytest.StashKey["Prefetcher"]()
 
-#: who hears of each episode as it starts and finishes (progress.Progress on the controller: without
-#: xdist the pool's episodes are the controller's own; under xdist workers have none, and the
-#: controller counts reports as before)
-episode_watch_key = pytest.StashKey[Any]()
 
 #: seconds between the main thread's looks at the progress display while it waits for an episode
 WAIT_TICK_S = 0.1
@@ -212,11 +210,15 @@ def wait_for(config: pytest.Config, future: Future) -> Any:
     watch = config.stash.get(episode_watch_key, None)
     if watch is None:
         return future.result()
-    while True:
-        try:
-            return future.result(timeout=WAIT_TICK_S)
-        except FutureTimeout:
-            watch.tick()
+    began = time.monotonic()
+    try:
+        while True:
+            try:
+                return future.result(timeout=WAIT_TICK_S)
+            except FutureTimeout:
+                watch.tick()
+    finally:
+        watch.waited_for(time.monotonic() - began)
 
 
 def _xdist_queue(config: pytest.Config) -> tuple[Any, list[Any]] | None:

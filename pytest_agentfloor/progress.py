@@ -56,6 +56,10 @@ _MODEL = re.compile(r"\[v\d+-i\d+-r\d+-(?P<model>.+)\]$")
 _ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 MODES = ("auto", "live", "lines", "off", "color", "plain")
 LIVE_INTERVAL = 0.25  # seconds between redraws of changed content: "a few times per second"
+#: who hears of each episode of the look-ahead pool (prefetch.py) as it starts and finishes: the
+#: controller's Progress (without xdist the pool's episodes are the controller's own; under xdist
+#: workers have none, and the controller counts reports as before)
+episode_watch_key = pytest.StashKey[Any]()
 
 
 @dataclass
@@ -405,6 +409,8 @@ class Progress:
         self.inline: set[str] = set()  # models whose items play in pytest's own thread (not timed)
         self.peak = 0  # most episodes in flight at once: the pool's real width, gates included
         self.pending = False  # content changed while redraws were held back by the interval
+        self.first_item: float | None = None  # when the first case item started
+        self.waited = 0.0  # seconds the main thread spent waiting for the pool's episodes
 
     def _model(self, name: str) -> ModelProgress:
         return self.models.setdefault(name, ModelProgress())
@@ -487,6 +493,7 @@ class Progress:
         if not any(v for v in means.values()):
             return {}  # no episode has finished yet: no estimate
         etas = schedule_eta(pending, running, means, slots)
+        self._main_thread_bound(etas, now)
         for name, left in etas.items():
             # the model is done when the slowest of its last episodes is: not at their mean time but
             # near the quantile 1 - 1/(k+1) of k episodes at once (its finished episodes' times)
@@ -497,6 +504,28 @@ class Progress:
                 times = sorted(p.durations)
                 etas[name] = left + max(0.0, times[min(len(times) - 1, int(len(times) * k / (k + 1)))] - mean)
         return etas
+
+    def waited_for(self, seconds: float) -> None:
+        """The main thread waited `seconds` for an episode (not time it spent grading and reporting)."""
+        with self.lock:
+            self.waited += seconds
+
+    def _main_thread_bound(self, etas: dict[str, float], now: float) -> None:
+        """No model is done before pytest's thread has graded and reported its items: where that
+        thread, not the pool, is the bottleneck (fast endpoints, heavy grading), each ETA is at
+        least its model's unreported items (up to its last one) at that thread's own pace per item,
+        its waits for episodes left out."""
+        with self.lock:
+            reported = len(self.reported)
+            if self.first_item is None or reported < 8:
+                return
+            per_item = max(0.0, now - self.first_item - self.waited) / reported
+            unreported = [m for nodeid, m in self.order if nodeid not in self.reported]
+        last: dict[str, int] = {}
+        for n, m in enumerate(unreported):
+            last[m] = n + 1
+        for name, n in last.items():
+            etas[name] = max(etas.get(name, 0.0), n * per_item)
 
     def tick(self) -> None:
         """The main thread is waiting for an episode: draw what changed since the last redraw (pytest's
@@ -527,6 +556,8 @@ class Progress:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.first_item is None and model_of(nodeid) is not None:
+            self.first_item = self.clock()
         if self.display == "live" and model_of(nodeid) is not None:
             self.refresh()  # visible while the item runs, after pytest wrote its name
 
@@ -700,7 +731,5 @@ def install(config: pytest.Config, mode: str, interval: float | None) -> Progres
         return None
     plugin = Progress(config, style=mode, interval=interval)
     config.pluginmanager.register(plugin, "agentfloor-progress")
-    from .prefetch import episode_watch_key
-
     config.stash[episode_watch_key] = plugin  # this process's look-ahead pool tells it of each episode
     return plugin
