@@ -107,10 +107,19 @@ def changed_items(cand: Series, ref: Series) -> list[tuple[str, tuple[str, str, 
     return out
 
 
-def viewer_fragment(series: Series, key: tuple[str, str, str, int]) -> str:
+def run_ref(source: str, model: str, key: tuple[str, str, str, int]) -> str:
+    """One run as the viewer names it in a link (viewer.js refOf): session/model/case/variant/instance/rN,
+    each part percent-encoded, so the link names the run itself and survives a regenerated file."""
     task, variant, instance, run = key
-    return "#" + "&".join(f"{k}={quote(v, safe='')}" for k, v in
-                          (("source", series.source), ("model", series.model), ("item", f"{task}/{variant}/{instance}/r{run}")))
+    return "/".join(quote(str(p), safe="") for p in (source, model, task, variant, instance, f"r{run}"))
+
+
+def viewer_fragment(cand: Series, key: tuple[str, str, str, int], ref: Series | None = None) -> str:
+    """The viewer link of a changed item: that item's runs listed (item=), and the candidate's run opened
+    beside the baseline's (run=CAND,BASE), aligned turn by turn."""
+    task, variant, instance, run = key
+    opened = [run_ref(cand.source, cand.model, key)] + ([run_ref(ref.source, ref.model, key)] if ref else [])
+    return f"#item={quote(f'{task}/{variant}/{instance}/r{run}', safe='')}&run={','.join(opened)}"
 
 
 def _pp(x: float | None) -> str:
@@ -229,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  outcome changed on {len(changed)} item(s): {broke} passed before and fail now, "
                   f"{len(changed) - broke} failed before and pass now")
             for kind, key in changed[: args.changed]:
-                link = f"  {args.viewer}{viewer_fragment(cand, key)}" if args.viewer else ""
+                link = f"  {args.viewer}{viewer_fragment(cand, key, ref)}" if args.viewer else ""
                 print(f"    {kind:5} {key[0]}[{key[1]}-{key[2]}-r{key[3]}]{link}")
             if len(changed) > args.changed:
                 print(f"    ... {len(changed) - args.changed} more (--changed N lists more)")

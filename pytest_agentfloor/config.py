@@ -171,6 +171,14 @@ class ModelConfig(BaseModel):
             return self.base_url
         return (self.base_url,) if self.base_url else ()
 
+    @property
+    def single_url(self) -> str | None:
+        """The base_url of a configuration with at most one (what a provider is made from: a pool's
+        provider is made per replica, `replica`); None when the provider's default applies."""
+        if isinstance(self.base_url, tuple):
+            raise TypeError(f"models.{self.name}: an endpoint pool's providers are made per replica")
+        return self.base_url
+
     def replica(self, url: str) -> "ModelConfig":
         """This configuration served by one URL of its pool (what each replica's provider gets)."""
         return self.model_copy(update={"base_url": url})
@@ -230,7 +238,8 @@ def is_hosted(public: Any) -> bool:
     cfg = public if isinstance(public, dict) else {}
     if isinstance(cfg.get("hosted"), bool):
         return bool(cfg["hosted"])
-    pricing = cfg.get("pricing") if isinstance(cfg.get("pricing"), dict) else {}
+    raw_pricing = cfg.get("pricing")
+    pricing: dict[str, Any] = raw_pricing if isinstance(raw_pricing, dict) else {}
     if pricing.get("input_per_mtok") is not None or pricing.get("output_per_mtok") is not None:
         return True
     if pricing.get("hourly_usd") is not None:

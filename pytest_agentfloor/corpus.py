@@ -23,7 +23,7 @@ from .providers.endpoints import note_served, served_endpoint
 from .results import MAX_LINE_NOTES, OPTIONAL_PROPERTY_FIELDS, PROPERTY_FIELDS, RunLog, _line_problem, read_records
 
 if TYPE_CHECKING:
-    from .suite.schema import ResolvedCase
+    from .kindspec import KindCase
 
 CASSETTE_FILE = "cassettes.jsonl"
 
@@ -45,7 +45,7 @@ def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list
     return hashlib.sha256(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _item(case: "ResolvedCase | None", run: int | None) -> tuple[str, str, str, int | None] | None:
+def _item(case: "KindCase | None", run: int | None) -> tuple[str, str, str, int | None] | None:
     """The item a request belongs to; None for requests outside an item (the session's probe)."""
     return None if case is None else (case.id, case.variant, case.instance, run)
 
@@ -157,7 +157,7 @@ class _AtRun:
         self.owner, self.run, self.config = owner, run, owner.config
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase") -> Reply:
+                 case: "KindCase | None") -> Reply:
         return self.owner.complete(messages, tools, case=case, run=self.run)
 
     def close(self) -> None:
@@ -174,7 +174,7 @@ class RecordingProvider:
         return _AtRun(self, run)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase", run: int | None = None) -> Reply:
+                 case: "KindCase | None", run: int | None = None) -> Reply:
         reply = self.inner.complete(messages, tools, case=case)
         item = _item(case, run)
         turn = sum(1 for m in messages if m.get("role") == "assistant")
@@ -196,7 +196,7 @@ class ReplayProvider:
         return _AtRun(self, run)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "ResolvedCase", run: int | None = None) -> Reply:
+                 case: "KindCase | None", run: int | None = None) -> Reply:
         key = request_key(self.config, messages, tools, _item(case, run))
         reply = self.store.lookup(key)
         if reply is None:
@@ -207,9 +207,9 @@ class ReplayProvider:
                                 f"no recorded response for model {self.config.name!r}, {where} "
                                 f"turn {turn} (key {key[:12]}){skipped}",
                                 transient=False)
-        where = self.store.endpoint_of(key)
-        if where:
-            note_served(where)  # the record names where the recording ran, as it does its latency
+        served = self.store.endpoint_of(key)
+        if served:
+            note_served(served)  # the record names where the recording ran, as it does its latency
         return reply
 
     def close(self) -> None:
@@ -238,7 +238,8 @@ def record_key(r: dict[str, Any]) -> str:
     """The resume key of a stored record (KeyError, TypeError or ValueError if a field is missing or wrong)."""
     if not isinstance(r["config"], dict):  # a hand-edited `"config": null` must not crash the resume
         raise TypeError("'config' is not an object")
-    return resume_key(*(_text(r[k]) for k in ("model", "task", "variant", "instance")), int(r["run"]),
+    model, task, variant, instance = (_text(r[k]) for k in ("model", "task", "variant", "instance"))
+    return resume_key(model, task, variant, instance, int(r["run"]),
                       _text(r["case_hash"]), config_fingerprint(r["config"], r.get("protocol_params")))
 
 

@@ -19,7 +19,6 @@ import time
 from typing import Any, Callable
 
 from .context import prompt_cut
-from .pressure.encoding import deliver
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
 from .providers.base import ContextLimitError, MalformedReply, Provider, ProviderError, deadline_in
 from .providers.endpoints import EpisodeNet, episode_net
@@ -48,6 +47,11 @@ SYSTEM_PROMPTS["structured"] = (
     " accepted), otherwise reply with a short final answer in plain text. Do not stop after planning."
 )
 _LEAK = re.compile(r"(<tool_call>|\"(name|function)\"\s*:\s*\"(" + "|".join(TOOL_NAMES) + r")\")")
+
+
+def plain(result: dict[str, Any]) -> str:
+    """A tool's result as the model reads it without pressures: its JSON (keys sorted)."""
+    return json.dumps(result, sort_keys=True)
 
 
 def _canonical(name: str, args: dict[str, Any] | None) -> str:
@@ -86,13 +90,13 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
     start = clock()
     limits = protocol.limits(case)
     pc = case.pressure
+    distractors: tuple[str, ...]
+    narrow: list[dict[str, Any]] | None
     if pc is None:
         offered, distractors, tools, narrow = case.tools, (), menu(case.tools), None
-    else:  # a pressure cell: its own menu (operational tools among distractors), lane and encoding
-        from .pressure.menu import full_menu, operational_menu
-
-        offered, distractors = pc.offered, tuple(n for n in pc.menu if n not in pc.offered)
-        tools, narrow = full_menu(pc), (operational_menu(pc) if pc.lane == "routed" else None)
+    else:  # pressures (kindspec.EpisodePressure): its own menu (operational tools among distractors), lane, encoding
+        offered, distractors = pc.offered, pc.distractor_names()
+        tools, narrow = pc.menu_schemas(), pc.narrowed_menu()
     sandbox = Sandbox(case.fixtures, offered, expected=case.gold.submission,
                       feedback=protocol.submission_feedback)
     messages: list[dict[str, Any]] = [
@@ -105,7 +109,6 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         turn_budget=limits.turns, call_limit=limits.calls, token_budget=limits.tokens,
         distractors=list(distractors), lane=pc.lane if pc is not None else None,
     )
-    encoding = pc.encoding if pc is not None else "raw"
     infeasible = remaining_steps if protocol.infeasibility_stop and limits.calls is not None else None
     seen: set[str] = set()
     n_calls = 0
@@ -215,10 +218,8 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
             if refused is not None:
                 call.result = {"status": "error", "error_type": "invalid_arguments", "message": refused,
                                "hint": "check the tool's parameter schema"}
-            elif call.distractor:
-                from .pressure.catalogue import distractor_result
-
-                call.result = distractor_result(out.name)
+            elif call.distractor and pc is not None:
+                call.result = pc.distractor_result(out.name)
             else:
                 try:
                     call.result = sandbox.call(out.name, parsed)
@@ -229,7 +230,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
                 seen.add(key)
             call.malformed = call.result.get("error_type") == "invalid_arguments"
             messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
-                             "content": deliver(call.result, encoding)})
+                             "content": pc.deliver(call.result) if pc is not None else plain(call.result)})
             if narrow is not None and out.name in offered and call.result.get("error_type") != "invalid_arguments":
                 tools = narrow  # routed lane: the first executed operational call narrows the menu
         if stop is not None:

@@ -143,18 +143,18 @@ class TierVerdict:
     def public(self) -> dict[str, Any]:
         """gate.json's entry for this tier."""
         t = self.test
-        has = t is not None and t.n_pairs > 0
+        p = t if t is not None and t.n_pairs > 0 else None  # the paired test, when it has pairs
         return {
             "tier": self.tier, "verdict": self.status, "passed": self.passed, "outcome": self.outcome,
             "reason": "; ".join(self.reasons),
             "pairs": t.n_pairs if t is not None else 0, "min_pairs": self.n_min,
-            "delta_pp": t.delta_pp if has else None,
-            "ci95_pp": [t.ci95_low_pp, t.ci95_high_pp] if has else None,
-            "ci90_pp": [t.ci90_low_pp, t.ci90_high_pp] if has else None,
-            "decision_interval_pp": [self.lower_pp, self.upper_pp] if has else None,
-            "p_noninferiority": t.p_noninferiority if has else None,
-            "discordant": {"candidate_only": t.mcnemar_b, "baseline_only": t.mcnemar_c} if has else None,
-            "candidate_tcr": self.tcr, "baseline_tcr": t.tcr_ref if has else None,
+            "delta_pp": p.delta_pp if p is not None else None,
+            "ci95_pp": [p.ci95_low_pp, p.ci95_high_pp] if p is not None else None,
+            "ci90_pp": [p.ci90_low_pp, p.ci90_high_pp] if p is not None else None,
+            "decision_interval_pp": [self.lower_pp, self.upper_pp] if p is not None else None,
+            "p_noninferiority": p.p_noninferiority if p is not None else None,
+            "discordant": {"candidate_only": p.mcnemar_b, "baseline_only": p.mcnemar_c} if p is not None else None,
+            "candidate_tcr": self.tcr, "baseline_tcr": p.tcr_ref if p is not None else None,
             "candidate_tcr_ci95": [self.tcr_low, self.tcr_high] if self.n_runs else None,
             "floor": self.floor, "infra_errors": self.infra, "pairs_to_decide": self.pairs_to_decide,
         }
@@ -275,6 +275,7 @@ def tcr_interval(runs: list[dict[str, Any]], tail: float, *, n_boot: int = 10_00
     num = np.array([sum(v) for v in units.values()], float)
     den = np.array([len(v) for v in units.values()], float)
     boot = ratio_ci(num, den, n_boot=n_boot, seed=seed, confidence=1 - 2 * tail)
+    assert boot.low is not None and boot.high is not None  # runs is not empty: every unit has a run
     k, n = int(num.sum()), int(den.sum())
     w_lo, w_hi = (float(x) for x in wilson(k, n, tail))
     return k / n, min(boot.low, w_lo), max(boot.high, w_hi)

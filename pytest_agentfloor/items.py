@@ -20,7 +20,8 @@ from .callsite.guard import GraderCrashed
 from .judge.assess import assess
 from .kinds import CaseKind, Entry, kind_named, load_file
 from .nodeids import item_name, item_nodeid
-from .options import settings_key
+from .options import Options, options_key
+from .runstate import state_key
 from .prefetch import prefetcher_key, wait_for
 from .probe import gate
 from .providers.base import ProviderError
@@ -42,11 +43,11 @@ def model_keyword(name: str) -> str:
     return "model_" + re.sub(r"\W", "_", name)
 
 
-def play(settings: Any, case: ResolvedCase, model: ModelConfig, provider: Any, run: int = 0) -> Trajectory:
+def play(options: Options, case: ResolvedCase, model: ModelConfig, provider: Any, run: int = 0) -> Trajectory:
     """Run one episode of `case` under the session's protocol (items and the user fixture share this)."""
     if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
         provider = provider.at_run(run)
-    return kind_named("episode").play(settings, case, model, provider, run)
+    return kind_named("episode").play(options, case, model, provider, run)
 
 
 _markers_key = pytest.StashKey[set]()
@@ -79,7 +80,7 @@ def save_record(item: pytest.Item, record: dict[str, Any]) -> None:
     if junit_properties_wanted(item.config):
         item.user_properties.extend(properties(record))
     item.stash.setdefault(records_key, []).append(record)
-    item.config.stash[settings_key].log().append(record)
+    item.config.stash[state_key].log().append(record)
 
 
 class CaseFile(pytest.File):
@@ -90,9 +91,7 @@ class CaseFile(pytest.File):
     """
 
     def collect(self) -> Iterator["CaseItem"]:
-        settings = self.config.stash[settings_key]
-        if settings.error:  # a run that did not look like a benchmark run deferred this usage error
-            raise pytest.UsageError(settings.error)
+        options = self.config.stash[options_key]
         self.kind, entries = load_file(self.path)
         ids = self.config.stash.setdefault(case_ids_key, {})
         for entry in entries:
@@ -102,17 +101,17 @@ class CaseFile(pytest.File):
                                             "every case file needs its own id"])
         for entry in entries:
             specs = [(v, i) for v, i in entry.specs
-                     if (settings.variants is None or v in settings.variants)
-                     and (settings.instances is None or i in settings.instances)]
-            for model in settings.selected:
-                fingerprint = config_fingerprint(model.public(), settings.protocol.params())
+                     if (options.variants is None or v in options.variants)
+                     and (options.instances is None or i in options.instances)]
+            for model in options.selected:
+                fingerprint = config_fingerprint(model.public(), options.protocol.params())
                 for v, i in specs:
-                    for r in range(settings.runs):
+                    for r in range(options.runs):
                         item = CaseItem.from_parent(
                             self, name=item_name(entry.id, v, i, r, model.name),
                             nodeid=item_nodeid(self.nodeid, entry.id, v, i, r, model.name),
                             entry=entry, variant=v, instance=i, run=r, model=model)
-                        tag = settings.pressure_tag if self.kind.name == "episode" else ""
+                        tag = options.pressure_tag if self.kind.name == "episode" else ""
                         item.resume_key = resume_key(model.name, entry.id, v, i, r, entry.content_hash + tag,
                                                      fingerprint)
                         yield item
@@ -162,7 +161,7 @@ class CaseItem(pytest.Item):
             _register_marker(self.config, marker)
             self.add_marker(marker)
         self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})
-        self.trajectory = None
+        self.trajectory: Trajectory | None = None
         self.assessment: Any = None  # judge.assess.Assessment: the semantic verdicts
         self.result: Any = None  # the kind's grade, computed in setup
         self.resume_key = ""
@@ -170,16 +169,16 @@ class CaseItem(pytest.Item):
     @property
     def resolved_case(self) -> Any:
         case = self.entry.resolve(self.variant, self.instance)
-        settings = self.config.stash[settings_key]
-        if settings.pressure_tag and self.kind.name == "episode":  # --menu / --encoding on a ladder case
+        options = self.config.stash[options_key]
+        if options.pressure_tag and self.kind.name == "episode":  # --menu / --encoding on a ladder case
             from .pressure.compiler import apply_pressure
 
-            case = apply_pressure(case, size=settings.menu, encoding=settings.encoding or "raw")
-            case = case.model_copy(update={"content_hash": case.content_hash + settings.pressure_tag})
-        elif settings.callsite_parser and self.kind.name == "callsite" and case.parser is None:
+            case = apply_pressure(case, size=options.menu, encoding=options.encoding or "raw")
+            case = case.model_copy(update={"content_hash": case.content_hash + options.pressure_tag})
+        elif options.callsite_parser and self.kind.name == "callsite" and case.parser is None:
             # the table names none; a non-default parser is part of the resume key, as a pressure is
-            tag = "" if settings.callsite_parser == "deployed" else f"+parser={settings.callsite_parser}"
-            case = case.model_copy(update={"parser": settings.callsite_parser, "content_hash": case.content_hash + tag})
+            tag = "" if options.callsite_parser == "deployed" else f"+parser={options.callsite_parser}"
+            case = case.model_copy(update={"parser": options.callsite_parser, "content_hash": case.content_hash + tag})
         return case
 
     @property
@@ -192,8 +191,8 @@ class CaseItem(pytest.Item):
         With --agentfloor-concurrency the episode may already be playing in a thread (:mod:`.prefetch`);
         the item then waits for its trajectory here, in order.
         """
-        settings = self.config.stash[settings_key]
-        probed = settings.probes.get(self.model.name)
+        state = self.config.stash[state_key]
+        probed = state.probes.get(self.model.name)
         if probed and gate(probed[0], self.kind) == "error":  # a dead endpoint: nothing to measure, no record
             raise InfrastructureError(f"model {self.model.name!r} not run: the probe at session start failed: "
                                       f"{probed[1]}")
@@ -207,7 +206,7 @@ class CaseItem(pytest.Item):
             job = self.episode_job()
             if job is None:
                 try:
-                    settings.provider(self.model)
+                    state.provider(self.model)
                 except ProviderError as exc:  # e.g. the API key variable is unset: no request can be made
                     self.trajectory = Trajectory(case_id=case.id, tier=case.tier, variant=case.variant,
                                                  instance=case.instance, run=self.run, model=self.model.name,
@@ -227,7 +226,7 @@ class CaseItem(pytest.Item):
             self._save_record(None)
             raise ContextLimitReached(safe_text(f"context limit ({self.model.name}): {self.trajectory.error}"))
         # the judge runs here, not in the call phase: a judge that fails is an error of the setup
-        self.assessment = assess(case, self.trajectory, settings.judge_for())
+        self.assessment = assess(case, self.trajectory, state.judge_for())
         if self.assessment.error is not None:
             self._save_record(None)
             raise InfrastructureError(safe_text(f"infrastructure error (judge): {self.assessment.error}"))
@@ -263,18 +262,19 @@ class CaseItem(pytest.Item):
         None when there is nothing to play: the probe found the endpoint dead, or no provider
         can be made (both are handled in setup). Providers are made here, in the main thread.
         """
-        settings = self.config.stash[settings_key]
-        probed = settings.probes.get(self.model.name)
+        state = self.config.stash[state_key]
+        probed = state.probes.get(self.model.name)
         if probed and gate(probed[0], self.kind) == "error":
             return None
         try:
-            provider = settings.provider(self.model)
+            provider = state.provider(self.model)
         except ProviderError:
             return None
         if hasattr(provider, "at_run"):  # record/replay key cassettes by the item's run as well
             provider = provider.at_run(self.run)
         kind, case, model, run = self.kind, self.resolved_case, self.model, self.run
-        return lambda: kind.play(settings, case, model, provider, run)
+        options = state.options
+        return lambda: kind.play(options, case, model, provider, run)
 
     def runtest(self) -> None:
         traj, result = self.trajectory, self.result
@@ -289,8 +289,9 @@ class CaseItem(pytest.Item):
         self.trajectory = self.assessment = self.result = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
+        assert self.trajectory is not None  # a record is saved once the episode has played
         save_record(self, build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
-                                       protocol=self.config.stash[settings_key].protocol.params(),
+                                       protocol=self.config.stash[options_key].protocol.params(),
                                        judging=self.assessment, harness_error=harness_error))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]

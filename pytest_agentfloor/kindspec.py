@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:  # types only: this module imports nothing of the package at run time
     from .config import ModelConfig
     from .grading import Grade
-    from .options import Settings
+    from .options import Options
     from .providers.base import Provider
     from .trajectory import Trajectory
 
@@ -70,11 +70,47 @@ class CaseKind(Protocol):
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]: ...
 
-    def play(self, settings: Settings, case: Any, model: ModelConfig, provider: Provider, run: int) -> Trajectory:
+    def play(self, options: Options, case: Any, model: ModelConfig, provider: Provider, run: int) -> Trajectory:
         """`case` is what the entry's resolve returned (the kind's own KindCase type)."""
 
     def grade(self, case: Any, trajectory: Trajectory, hook: Any) -> Grade:
         """`hook` is pytest's hook relay (``item.ihook``), or None outside pytest (regrade)."""
+
+
+@runtime_checkable
+class EpisodePressure(Protocol):
+    """What the episode loop needs of the pressures a case runs under (a kind's own data, e.g. the
+    pressure kind's ``pressure.cell.PressureCell``), so the core never imports a kind: the tools
+    offered among distractors, the menu shown, the lane that may narrow it, the results' encoding.
+
+    A resolved case carries one in ``pressure`` (None: its own tools, results as plain JSON).
+    """
+
+    @property
+    def offered(self) -> tuple[str, ...]:
+        """The operational tools on the menu (the case's sandbox serves these)."""
+
+    @property
+    def lane(self) -> str:
+        """Recorded on the trajectory (the pressure kind's ``fixed`` or ``routed``)."""
+
+    def distractor_names(self) -> tuple[str, ...]:
+        """The other names on the menu: calls to them are answered by `distractor_result`."""
+
+    def menu_schemas(self) -> list[dict[str, Any]]:
+        """The tool schemas the model is shown at the start."""
+
+    def narrowed_menu(self) -> list[dict[str, Any]] | None:
+        """The schemas shown after the first executed operational call (None: the menu never narrows)."""
+
+    def deliver(self, result: dict[str, Any]) -> str:
+        """The tool message the model reads for a tool's result."""
+
+    def distractor_result(self, name: str) -> dict[str, Any]:
+        """The result of a call to a distractor."""
+
+    def facets(self) -> dict[str, Any]:
+        """The record's facets for this case (reports group by them)."""
 
 
 def kind_sections(kind: object) -> Sequence[Any]:

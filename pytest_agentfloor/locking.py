@@ -60,6 +60,7 @@ class AppendLock:
         if self._fcntl is not None:
             self._fcntl.flock(self._fd, self._fcntl.LOCK_EX)
         else:
+            assert self._fallback is not None  # made in __init__ wherever flock is missing
             self._fallback.acquire()
         return self
 
@@ -67,4 +68,5 @@ class AppendLock:
         if self._fcntl is not None:
             self._fcntl.flock(self._fd, self._fcntl.LOCK_UN)
         else:
+            assert self._fallback is not None
             self._fallback.release()

@@ -1,4 +1,4 @@
-"""Options, ini settings and the Settings each pytest process resolves from them.
+"""Options, ini settings and the Options each pytest process resolves from them (once, immutable).
 
 Every option has an ini equivalent in the "agentfloor" group; bad values are usage errors that
 name the option and what would be valid.
@@ -10,18 +10,16 @@ import math
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
 if TYPE_CHECKING:  # this module is imported by every pytest run: everything heavy loads on use
     from .config import ModelConfig
-    from .corpus import CassetteStore
     from .protocol import Protocol
-    from .providers.base import Provider
-    from .results import RunLog
 
 #: kept literal (not imported from stats, protocol, suite.schema) so that registering the options,
 #: which every pytest run of the environment does, loads neither pydantic nor numpy/scipy;
@@ -32,6 +30,7 @@ DEFAULT_PROTOCOL = "agentfloor"
 TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
 DECISION_BOUNDS = ("two-sided", "one-sided")
 CALLSITE_VERDICTS = ("raw", "holm")  # callsite.stats.VERDICTS
+CALLSITE_PARSERS = ("deployed", "strict", "harness")  # callsite.parsers.PARSERS
 
 REPORT_MODES = ("none", "term", "all")
 #: upper bounds that catch a typo (an extra zero) before it books days of model time
@@ -43,22 +42,24 @@ DEFAULT_CONCURRENCY = 64
 MAX_CONCURRENCY = 4096
 
 
-@dataclass
-class Settings:
-    """Resolved options for one pytest process (controller or worker)."""
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for, resolved once per pytest process (controller or worker) from the
+    command line and the ini file; never changed afterwards. What the run holds beside it (providers,
+    logs, probes, ...) is runstate.RunState."""
 
-    models: dict[str, ModelConfig]
-    selected: list[ModelConfig]
+    models: Mapping[str, ModelConfig]
+    selected: tuple[ModelConfig, ...]
     runs: int
-    variants: set[str] | None
-    instances: set[str] | None
+    variants: frozenset[str] | None
+    instances: frozenset[str] | None
     report_mode: str
     report_dir: Path
     token_budget: int | None
     episode_timeout: float
     protocol: "Protocol" = field(default_factory=lambda: _default_protocol())
     reference: str | None = None
-    callsite_weights: dict[str, float] | None = None  # relative call frequency per call site (routing)
+    callsite_weights: Mapping[str, float] | None = None  # relative call frequency per call site (routing)
     callsite_parser: str | None = None  # output parser of call-site tables that name none (callsite/parsers.py)
     callsite_verdict: str = "raw"  # which McNemar p decides a call site's "differs": raw (exact) or holm
     margin_pp: float = 10.0
@@ -69,49 +70,26 @@ class Settings:
     infra_as_failure: bool = False
     probe: bool = True
     run_non_capable: bool = False
-    probes: dict[str, tuple[str, str]] = field(default_factory=dict)
-    #: replicas (indexes into base_url) of a pooled model that failed the session's probe: out at the start
-    pool_out: dict[str, list[int]] = field(default_factory=dict)
-    local_servers: dict[str, Any] = field(default_factory=dict)
     record: bool = False
     replay: bool = False
     resume: bool = False
-    resume_keys: set[str] = field(default_factory=set)
-    providers: dict[str, Provider] = field(default_factory=dict)
-    run_log: RunLog | None = None
-    cassettes: CassetteStore | None = None
+    #: the gate's options, read on the controller of a benchmark run (None: no gate, and on workers)
     gate: "GateSpec | None" = None
     #: (K, N) with --shard K/N: this process runs shard K of N of the selected items
     shard: tuple[int, int] | None = None
     #: episodes of upcoming items played at once in this process (threads; 1 = one at a time)
     concurrency: int = 1
-    #: this session's own directory under report_dir/sessions/ (runs.jsonl is written there)
-    session_dir: Path | None = None
     progress: str = "auto"
     progress_interval: float | None = None
     #: --agentfloor-plan: show what would run and its estimated cost, call no model
     plan: bool = False
     #: --max-cost: stop running items once this session's records cost this much (USD)
     max_cost: float | None = None
-    #: where this session's own records start in its runs.jsonl (after any resumed ones), for --max-cost
-    cost_start: int = 0
-    cost_meter: Any = None
-
-    def spent(self) -> float:
-        """USD spent by this session's records so far, as every process sees it in runs.jsonl."""
-        if self.cost_meter is None:
-            from .plan import CostMeter
-
-            self.cost_meter = CostMeter((self.session_dir or self.report_dir) / "runs.jsonl", self.cost_start)
-        return self.cost_meter.read()
     #: a benchmark run: case files targeted or a model option given; otherwise the plugin stays inert
     active: bool = True
-    #: a usage error deferred because the run did not look like a benchmark run (raised if it becomes one)
-    error: str | None = None
     #: --judge: the model that decides the semantic predicates (None: their keyword stand-ins)
     judge: ModelConfig | None = None
     judge_cache: str = "readwrite"
-    judge_client: Any = None
     #: pressures applied to every ladder case (--menu, --encoding); None = the case's own
     menu: int | None = None
     encoding: str | None = None
@@ -122,48 +100,6 @@ class Settings:
         if self.menu is None and self.encoding is None:
             return ""
         return f"+V{self.menu if self.menu is not None else 'own'}.{self.encoding or 'raw'}"
-
-    def provider(self, config: ModelConfig) -> Provider:
-        if config.name not in self.providers:
-            from .corpus import CASSETTE_FILE, CassetteStore, RecordingProvider, ReplayProvider
-            from .providers.registry import make_provider
-
-            if self.replay or self.record:
-                self.cassettes = self.cassettes or CassetteStore(self.report_dir / CASSETTE_FILE)
-            if self.replay:
-                self.providers[config.name] = ReplayProvider(config, self.cassettes)  # type: ignore[arg-type]
-            else:
-                from .context import session_turns
-                from .providers.limits import limited
-
-                live = limited(make_provider(config, turns=session_turns(self.protocol)), config)
-                if self.pool_out.get(config.name):  # an xdist worker: replicas the controller's probe found dead
-                    import time
-
-                    for i in self.pool_out[config.name]:
-                        live.members[i].state.take_out(time.monotonic())  # type: ignore[attr-defined]
-                self.providers[config.name] = RecordingProvider(live, self.cassettes) if self.record else live  # type: ignore[arg-type]
-        return self.providers[config.name]
-
-    def judge_for(self) -> Any:
-        """This process's judge.client.Judge (None without --judge); its cache is shared by every
-        session and worker: report_dir/judge-cache.jsonl."""
-        if self.judge is None:
-            return None
-        if self.judge_client is None:
-            from .judge.cache import CACHE_FILE, JudgeCache
-            from .judge.client import Judge
-
-            cache = None if self.judge_cache == "off" else JudgeCache(self.report_dir / CACHE_FILE, self.judge_cache)
-            self.judge_client = Judge(self.judge, cache, offline=self.replay)
-        return self.judge_client
-
-    def log(self) -> RunLog:
-        if self.run_log is None:
-            from .results import RunLog
-
-            self.run_log = RunLog((self.session_dir or self.report_dir) / "runs.jsonl")
-        return self.run_log
 
 
 def _default_protocol() -> "Protocol":
@@ -236,7 +172,7 @@ def _gate_spec(config: pytest.Config) -> GateSpec | None:
                     floor_bound=floor_bound, allow_changed_cases=bool(_opt(config, "agentfloor_allow_changed_cases")))
 
 
-settings_key = pytest.StashKey[Settings]()
+options_key = pytest.StashKey["Options"]()
 
 
 #: the prefix of every option but --model: no well-known plugin (pytest-replay's --replay,
@@ -317,7 +253,8 @@ def add_options(parser: pytest.Parser) -> None:
     """Every option has an ini setting of the same meaning; --help shows each default."""
     group = parser.getgroup("agentfloor", "agent tool-use benchmark (pytest-agentfloor)")
 
-    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: str = "string", shown: str | None = None,
+    def add(opt: str, ini: str, help: str, *, default: Any, ini_type: Literal["string", "args"] = "string",
+            shown: str | None = None,
             **kw: Any) -> None:
         names = option_names(opt)[:1]  # the short spelling joins later, where free
         shown = _shown(default) if shown is None else shown
@@ -344,8 +281,9 @@ def add_options(parser: pytest.Parser) -> None:
         default="", shown="each site's share of cases", metavar="SITE=W,...")
     add("--agentfloor-callsite-parser", "agentfloor_callsite_parser",
         "how call-site replies are read: deployed (first-word labels, the JSON array found in prose, service_data "
-        "on the gold's keys; docs/callsite.md) or strict (the whole reply is the answer); a table's own "
-        "'parser' field wins", default="", shown="deployed", metavar="PARSER")
+        "on the gold's keys; docs/callsite.md), strict (the whole reply is the answer) or harness (the authors' "
+        "released harness, also where it contradicts seed 001); a table's own 'parser' field wins",
+        default="", shown="deployed", metavar="PARSER")
     add("--agentfloor-callsite-verdict", "agentfloor_callsite_verdict",
         "which McNemar p decides 'differs' in the call-site paired table: raw = the exact p (as seed 001 reports "
         "it), holm = Holm-adjusted across the sites of each model; both are printed", default="raw", metavar="P")
@@ -673,15 +611,15 @@ def check_selection(config: pytest.Config, variants: set[str] | None, instances:
                                     f"{prefix}0 to {prefix}{top} (or use 'all')")
 
 
-def read_settings(config: pytest.Config) -> Settings:
+def read_options(config: pytest.Config) -> Options:
     """Every option and ini setting, checked; an error names the option, or the ini key and its file."""
     try:
-        return _read_settings(config)
+        return _read_options(config)
     except pytest.UsageError as exc:
         raise name_the_source(config, exc) from None
 
 
-def _read_settings(config: pytest.Config) -> Settings:
+def _read_options(config: pytest.Config) -> Options:
     from .config import ConfigError, load_models
 
     rootdir = Path(config.rootpath)
@@ -726,8 +664,9 @@ def _read_settings(config: pytest.Config) -> Settings:
         except ValueError as exc:
             raise pytest.UsageError(f"--callsite-weights: {exc}") from None
     callsite_parser = str(_opt(config, "agentfloor_callsite_parser") or "").strip() or None
-    if callsite_parser is not None and callsite_parser not in ("deployed", "strict"):
-        raise pytest.UsageError(f"--agentfloor-callsite-parser: expected deployed or strict, got {callsite_parser!r}")
+    if callsite_parser is not None and callsite_parser not in CALLSITE_PARSERS:
+        raise pytest.UsageError(f"--agentfloor-callsite-parser: expected one of {', '.join(CALLSITE_PARSERS)}, "
+                                f"got {callsite_parser!r}")
     callsite_verdict = _choice(config, "agentfloor_callsite_verdict", "--agentfloor-callsite-verdict", CALLSITE_VERDICTS)
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
@@ -761,7 +700,7 @@ def _read_settings(config: pytest.Config) -> Settings:
     if str(_opt(config, "agentfloor_progress_interval") or "").strip():
         interval = _float_opt(config, "agentfloor_progress_interval", "--agentfloor-progress-interval", 0.0, 86400.0,
                               "seconds")
-    return Settings(
+    return Options(
         progress=progress,
         progress_interval=interval,
         plan=bool(_opt(config, "agentfloor_plan")),
@@ -783,10 +722,10 @@ def _read_settings(config: pytest.Config) -> Settings:
         replay=replay,
         resume=bool(_opt(config, "agentfloor_resume")),
         models=models,
-        selected=[models[n] for n in dict.fromkeys(names)],
+        selected=tuple(models[n] for n in dict.fromkeys(names)),
         runs=_int_opt(config, "agentfloor_runs", "--agentfloor-runs", 1, MAX_RUNS),
-        variants=variants,
-        instances=instances,
+        variants=None if variants is None else frozenset(variants),
+        instances=None if instances is None else frozenset(instances),
         report_mode=mode,
         report_dir=report_dir(config, rootdir),
         token_budget=protocol.token_budget,

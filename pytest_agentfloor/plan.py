@@ -77,7 +77,9 @@ def build_plan(items: list[Any], report_dir: Path) -> tuple[list[PlanRow], int]:
     rows: dict[tuple[str, str], PlanRow] = {}
     for item in items:
         model = getattr(item, "model", None)
-        case = item.resolved_case if model is not None else None
+        if model is None:
+            continue
+        case = item.resolved_case
         if case is None:
             continue
         tier = str(case.tier)

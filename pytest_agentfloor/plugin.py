@@ -11,19 +11,20 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 import pytest
 
 from . import hookspec
 from .options import TIERS, add_options, add_free_aliases, conflict_message, foreign_option_names, \
-    own_option_names, settings_key, taken_aliases
+    own_option_names, options_key, taken_aliases
 from .scope import case_paths, is_benchmark_run, is_case_file, targets_cases
 
 if TYPE_CHECKING:  # every pytest run of the environment imports this module: the rest loads on use
     from .config import ModelConfig
-    from .options import Settings
+    from .options import Options
     from .providers.base import Provider
+    from .runstate import RunState
     from .session import AgentFloorSession
 
 session_key = pytest.StashKey["AgentFloorSession"]()
@@ -61,9 +62,16 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
-def _settings(config: pytest.Config) -> "Settings | None":
-    """This process's settings: set in benchmark runs, or once a test asks for an agentfloor fixture."""
-    return config.stash.get(settings_key, None)
+def _options(config: pytest.Config) -> "Options | None":
+    """This process's options: set in benchmark runs, or once a test asks for an agentfloor fixture."""
+    return config.stash.get(options_key, None)
+
+
+def _state(config: pytest.Config) -> "RunState":
+    """This process's run state (set together with the options)."""
+    from .runstate import state_key
+
+    return config.stash[state_key]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -86,25 +94,34 @@ def pytest_configure(config: pytest.Config) -> None:
         _activate(config, active=True)
 
 
-def _activate(config: pytest.Config, active: bool) -> "Settings":
-    """Read the settings and register what a run with the plugin's items or fixtures needs."""
-    from .options import read_settings
+def _activate(config: pytest.Config, active: bool) -> "Options":
+    """Read the options, set up the run's state and register what a run with the plugin's items or
+    fixtures needs."""
+    from dataclasses import replace
+
+    from .options import read_options
+    from .runstate import RunState, state_key
 
     try:
-        settings = read_settings(config)
+        options = replace(read_options(config), active=active)
     except pytest.UsageError as exc:
         # a usage error quotes what the user typed (a --model value, a directory name): never raw ESC/RLO
         from .render import safe_text
 
         raise pytest.UsageError(safe_text(str(exc))) from None
-    settings.active = active
-    config.stash[settings_key] = settings
     if active and not hasattr(config, "workerinput"):
-        check_nodeid_args(config, settings)
+        check_nodeid_args(config, options)
         from .options import gate_spec
 
-        settings.gate = gate_spec(config)
-        if settings.plan:  # collect only: no report dir, no probe, no model server, no xdist workers
+        options = replace(options, gate=gate_spec(config))
+    if hasattr(config, "workerinput"):  # the worker's options, plus what the controller handed it
+        state = RunState.from_workerinput(options, config.workerinput)
+    else:
+        state = RunState(options)
+    config.stash[options_key] = options
+    config.stash[state_key] = state
+    if active and not hasattr(config, "workerinput"):
+        if options.plan:  # collect only: no report dir, no probe, no model server, no xdist workers
             config.option.collectonly = True
         from .junit import JUnitNames
 
@@ -116,12 +133,6 @@ def _activate(config: pytest.Config, active: bool) -> "Settings":
 
     config.pluginmanager.register(defaults, "agentfloor-defaults")
     if hasattr(config, "workerinput"):
-        settings.resume_keys = set(config.workerinput.get("agentfloor_resume", ()))
-        settings.probes = {k: tuple(v) for k, v in config.workerinput.get("agentfloor_probe", {}).items()}
-        settings.pool_out = dict(config.workerinput.get("agentfloor_pool_out", {}))
-        settings.cost_start = int(config.workerinput.get("agentfloor_cost_start", 0))
-        if config.workerinput.get("agentfloor_session_dir"):
-            settings.session_dir = Path(config.workerinput["agentfloor_session_dir"])
         if "agentfloor_local_urls" in config.workerinput:
             from .local.session import apply_worker_urls
 
@@ -130,17 +141,18 @@ def _activate(config: pytest.Config, active: bool) -> "Settings":
         from .progress import install
         from .session import AgentFloorSession
 
-        session = AgentFloorSession(config, settings)
+        session = AgentFloorSession(config, options, state)
         config.stash[session_key] = session
         config.pluginmanager.register(session, "agentfloor-session")
-        install(config, settings.progress, settings.progress_interval)
-    return settings
+        install(config, options.progress, options.progress_interval)
+    return options
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     """A benchmark run in a project whose conftest owns --model, given --model: say which option is ours."""
     taken = [a for a in config.stash.get(_taken_key, []) if _typed(config, a)]
-    if _settings(config) is None or not _settings(config).active or not taken:  # type: ignore[union-attr]
+    options = _options(config)
+    if options is None or not options.active or not taken:
         return None
     from .options import PREFIX
 
@@ -153,28 +165,28 @@ def _typed(config: pytest.Config, name: str) -> bool:
     return any(str(a) == name or str(a).startswith(name + "=") for a in config.invocation_params.args)
 
 
-def check_nodeid_args(config: pytest.Config, settings: Any) -> None:
+def check_nodeid_args(config: pytest.Config, options: "Options") -> None:
     """A node id naming a model that is not selected would be 'not found'; say which option selects it."""
     from .nodeids import split_nodeid
 
-    selected = {m.name for m in settings.selected}
+    selected = {m.name for m in options.selected}
     for arg in config.args:
         path, _, model = split_nodeid(str(arg))
         if "::" in str(arg) and path.endswith(".toml") and model and model not in selected:
             flag = "--agentfloor-model" if "--model" in config.stash.get(_taken_key, []) else "--model"
-            hint = f"add {flag} {model}" if model in settings.models else \
+            hint = f"add {flag} {model}" if model in options.models else \
                 f"model {model!r} is not configured in {config.getini('agentfloor_models_file')} either"
             raise pytest.UsageError(f"{arg}: this node id is an item of model {model!r}, which is not selected "
                                     f"(selected: {', '.join(sorted(selected)) or 'none'}); {hint}")
 
 
-def judge_cache_notes(settings: Any) -> list[str]:
+def judge_cache_notes(options: "Options") -> list[str]:
     """The judge cache's bad lines, named (read on the controller: under xdist the workers read it)."""
-    if settings.judge is None or settings.judge_cache in ("off", "write"):
+    if options.judge is None or options.judge_cache in ("off", "write"):
         return []
     from .judge.cache import CACHE_FILE, CacheError, JudgeCache
 
-    cache = JudgeCache(settings.report_dir / CACHE_FILE, "read")
+    cache = JudgeCache(options.report_dir / CACHE_FILE, "read")
     try:
         cache.refresh()
     except CacheError as exc:
@@ -184,41 +196,31 @@ def judge_cache_notes(settings: Any) -> list[str]:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """An empty benchmark run says which selection left nothing, instead of a bare 'no tests ran'."""
-    settings = _settings(config)
-    if settings is None or not settings.active or hasattr(config, "workerinput"):
+    options = _options(config)
+    if options is None or not options.active or hasattr(config, "workerinput"):
         return
-    for note in judge_cache_notes(settings):
+    for note in judge_cache_notes(options):
         terminalreporter.write_line(f"agentfloor: {note}", yellow=True)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-        def shown(sel: set[str] | None) -> str:
+        def shown(sel: frozenset[str] | None) -> str:
             return ",".join(sorted(sel)) if sel else "all"
 
         terminalreporter.write_line(
-            f"agentfloor: no benchmark item was selected (models {','.join(m.name for m in settings.selected) or 'none'}; "
-            f"variants {shown(settings.variants)}; instances {shown(settings.instances)}; case paths "
+            f"agentfloor: no benchmark item was selected (models {','.join(m.name for m in options.selected) or 'none'}; "
+            f"variants {shown(options.variants)}; instances {shown(options.instances)}; case paths "
             f"{', '.join(str(p) for p in case_paths(config))}). Cases have prompt variants v0-v4 and instances "
             "i0 plus those they define; check --model, --variants, --instances, -k and -m", yellow=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    settings = _settings(config)
-    if settings is None:
+    if _options(config) is None:
         return
-    for provider in settings.providers.values():
-        provider.close()
-    if settings.judge_client is not None:
-        settings.judge_client.close()
-    if settings.run_log:
-        settings.run_log.close()
+    state = _state(config)
+    state.close()
     session = config.stash.get(session_key, None)
     if session is not None:
         session.close()
-    if settings.cassettes:
-        settings.cassettes.close()
-    if settings.local_servers:
-        from .local.session import stop_local_servers
-
-        stop_local_servers(settings.local_servers)
+    state.close_late()
 
 
 # -- collection ---------------------------------------------------------------------------
@@ -227,8 +229,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     only in a benchmark run."""
     if file_path.suffix != ".toml":
         return None
-    settings = _settings(parent.config)
-    if settings is None or not settings.active or not is_case_file(parent.config, file_path):
+    options = _options(parent.config)
+    if options is None or not options.active or not is_case_file(parent.config, file_path):
         return None
     from .items import CaseFile
 
@@ -242,8 +244,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     Thousands of items stay alive for the whole session; without this every full collection
     re-scans them, and GC time grows with the number of items.
     """
-    settings = _settings(session.config)
-    if settings is None or not settings.active:
+    options = _options(session.config)
+    if options is None or not options.active:
         return
     from .items import CaseItem
 
@@ -262,35 +264,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Last, after -k, -m and every other plugin's deselection: an item they drop is not resumed (its
     earlier record is not carried into this session) and counts as deselected, as pytest counts it.
     """
-    settings = _settings(config)
-    if settings is None:
+    options = _options(config)
+    if options is None:
         return
+    state = _state(config)
     from .items import CaseItem
 
-    if settings.probes and not settings.run_non_capable:
+    if state.probes and not options.run_non_capable:
         from .probe import gate
 
         # only the paper's exclusions skip; a probe "error" (dead endpoint) fails the items in setup;
         # items that send no tools (call sites) are never gated by the tool probe
         for item in items:
             if isinstance(item, CaseItem):
-                found = settings.probes.get(item.model.name)
+                found = state.probes.get(item.model.name)
                 if found and gate(found[0], item.kind) == "skip":
                     item.add_marker(pytest.mark.skip(
                         reason=f"model {item.model.name!r} probed as {found[0]}: {found[1]} (--run-non-capable runs it)"))
-    if settings.shard is not None:
+    if options.shard is not None:
         from .shard import shard_members
 
-        mine = shard_members((i.nodeid for i in items), *settings.shard)
+        mine = shard_members((i.nodeid for i in items), *options.shard)
         other = [i for i in items if i.nodeid not in mine]
         if other:
             items[:] = [i for i in items if i.nodeid in mine]
             config.hook.pytest_deselected(items=other)
-    if not settings.resume_keys:
+    if not state.resume_keys:
         return
     if not hasattr(config, "workerinput"):
         _name_changed_cases(config, items)
-    done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in settings.resume_keys]
+    done = [i for i in items if isinstance(i, CaseItem) and i.resume_key in state.resume_keys]
     if done:
         for item in done:
             item.agentfloor_resumed = True  # type: ignore[attr-defined]  # not counted as deselected
@@ -323,24 +326,15 @@ def _name_changed_cases(config: pytest.Config, items: list[pytest.Item]) -> None
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Hand the resume index to xdist workers, so every worker deselects the same items."""
-    settings = _settings(node.config)
-    if settings is None:
+    if _options(node.config) is None:
         return
-    node.workerinput["agentfloor_resume"] = sorted(settings.resume_keys)
-    node.workerinput["agentfloor_probe"] = {k: list(v) for k, v in settings.probes.items()}
-    node.workerinput["agentfloor_pool_out"] = settings.pool_out
-    node.workerinput["agentfloor_session_dir"] = str(settings.session_dir or "")
-    node.workerinput["agentfloor_cost_start"] = settings.cost_start
-    if settings.local_servers:
-        from .local.session import WORKERINPUT_KEY, worker_urls
-
-        node.workerinput[WORKERINPUT_KEY] = worker_urls(settings.local_servers)
+    node.workerinput.update(_state(node.config).to_workerinput())
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """--dist load with --agentfloor-concurrency: keep each worker's queue as deep as its look-ahead."""
-    if _settings(config) is None:
+    if _options(config) is None:
         return None
     from . import prefetch
 
@@ -357,27 +351,27 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """--max-cost: once this session's records cost the cap, every remaining item is skipped."""
-    settings = _settings(item.config)
-    if settings is not None and settings.max_cost is not None and getattr(item, "agentfloor_case", False):
-        spent = settings.spent()
-        if spent >= settings.max_cost:
+    options = _options(item.config)
+    if options is not None and options.max_cost is not None and getattr(item, "agentfloor_case", False):
+        spent = _state(item.config).spent()
+        if spent >= options.max_cost:
             from .plan import max_cost_reason
 
-            pytest.skip(max_cost_reason(settings.max_cost, spent))
+            pytest.skip(max_cost_reason(options.max_cost, spent))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    settings = _settings(session.config)
-    if settings is not None and settings.concurrency > 1:
+    options = _options(session.config)
+    if options is not None and options.concurrency > 1:
         from . import prefetch
 
-        prefetch.start(session, settings.concurrency)
+        prefetch.start(session, options.concurrency)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """With --concurrency, upcoming items' episodes play in threads; items still report in order."""
-    if _settings(item.config) is None:
+    if _options(item.config) is None:
         return (yield)
     from . import prefetch
 
@@ -392,7 +386,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _settings(session.config) is not None:
+    if _options(session.config) is not None:
         from . import prefetch
 
         prefetch.finish(session.config)
@@ -432,14 +426,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Put the records this phase made on its report: TestReport keeps extra attributes through xdist.
 
     Also shortens an infrastructure error or a context-limit error raised in setup: pytest calls
     repr_failure only for the call phase, so CaseItem.repr_failure never sees them.
     """
     report = yield
-    if _settings(item.config) is None:
+    if _options(item.config) is None:
         return report
     from .items import ContextLimitReached, InfrastructureError, records_key, setup_time_adjust_key
 
@@ -450,7 +445,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if call.excinfo is not None and call.excinfo.errisinstance((InfrastructureError, ContextLimitReached)):
             report.longrepr = str(call.excinfo.value)
         if isinstance(report.longrepr, str):
-            report.longrepr = Headline(report.longrepr)
+            # pytest renders any longrepr with toterminal(), but types it as its own TerminalRepr
+            report.longrepr = Headline(report.longrepr)  # type: ignore[assignment]
     made = item.stash.get(records_key, None)
     if made:
         from .results import compact
@@ -461,16 +457,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 # -- fixtures for users' own tests ----------------------------------------------------------
-def fixture_settings(config: pytest.Config) -> "Settings":
-    """The settings a test using the plugin's fixtures needs, read on first use outside a benchmark run
+def fixture_options(config: pytest.Config) -> "Options":
+    """The options a test using the plugin's fixtures needs, read on first use outside a benchmark run
     (a bad models.toml or option is then a usage error of that test's run)."""
-    settings = _settings(config)
-    return settings if settings is not None else _activate(config, active=False)
+    options = _options(config)
+    return options if options is not None else _activate(config, active=False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "agentfloor_model" in metafunc.fixturenames:
-        selected = fixture_settings(metafunc.config).selected
+        selected = fixture_options(metafunc.config).selected
         metafunc.parametrize("agentfloor_model", selected, ids=[m.name for m in selected], indirect=True)
 
 
@@ -483,7 +479,8 @@ def agentfloor_model(request: pytest.FixtureRequest) -> "ModelConfig":
 @pytest.fixture
 def agentfloor_provider(request: pytest.FixtureRequest, agentfloor_model: "ModelConfig") -> "Provider":
     """A provider for the model under test, shared within this process."""
-    return fixture_settings(request.config).provider(agentfloor_model)
+    fixture_options(request.config)
+    return _state(request.config).provider(agentfloor_model)
 
 
 @pytest.fixture
@@ -501,14 +498,15 @@ def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: "ModelC
     from .results import build_record
     from .suite.loader import load_case, resolve
 
-    settings = fixture_settings(request.config)
+    options = fixture_options(request.config)
+    state = _state(request.config)
 
     def run(path: str | Path, variant: str = "v0", instance: str = "i0", *, record: bool = False,
             run: int = 0) -> tuple[Any, Any]:
         case, digest = load_case(Path(path))
         resolved = resolve(case, variant, instance, digest)
-        traj = play(settings, resolved, agentfloor_model, agentfloor_provider, run)
-        assessment = assess(resolved, traj, settings.judge_for())
+        traj = play(options, resolved, agentfloor_model, agentfloor_provider, run)
+        assessment = assess(resolved, traj, state.judge_for())
         if assessment.error is not None:
             raise InfrastructureError(f"infrastructure error (judge): {assessment.error}")
         result = grade(resolved, traj, request.config.hook, assessment.by_predicate())

@@ -242,10 +242,10 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
     `-n 2 --agentfloor-concurrency 64` plays about two episodes per worker at a time. None (xdist's own
     choice) for other --dist modes and without concurrency.
     """
-    from .options import settings_key
+    from .options import options_key
 
-    settings = config.stash.get(settings_key, None)
-    concurrency = getattr(settings, "concurrency", 1)
+    options = config.stash.get(options_key, None)
+    concurrency = getattr(options, "concurrency", 1)
     if concurrency <= 1 or config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScheduling
@@ -293,10 +293,11 @@ def before_item(item: pytest.Item) -> None:
     prefetcher = item.config.stash.get(prefetcher_key, None)
     if prefetcher is None:
         return
-    from .options import settings_key
+    from .options import options_key
+    from .runstate import state_key
 
-    settings = item.config.stash[settings_key]
-    if getattr(settings, "max_cost", None) is not None and settings.spent() >= settings.max_cost:
+    max_cost = item.config.stash[options_key].max_cost
+    if max_cost is not None and item.config.stash[state_key].spent() >= max_cost:
         prefetcher.stop()  # --max-cost reached: the remaining items are skipped, so play nothing ahead
         return
     prefetcher.advance(item, job_for)

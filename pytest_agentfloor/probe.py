@@ -193,7 +193,7 @@ def probe(provider: Provider) -> ProbeResult:
     """
     start = time.perf_counter()
     try:
-        reply = provider.complete(probe_messages(), probe_tools(), case=None)  # type: ignore[arg-type]
+        reply = provider.complete(probe_messages(), probe_tools(), case=None)
     except Exception as exc:  # every failure is a classification, not a crash
         result = classify(None, exc, latency_s=time.perf_counter() - start)
         cfg = getattr(provider, "config", None)

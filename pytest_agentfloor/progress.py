@@ -582,7 +582,7 @@ class Progress:
         """Count one report (under the lock); False when there is nothing to show for it."""
         p = self._model(name)
         played = report.nodeid in self.played  # its tokens and requests were counted as it finished
-        props = dict(report.user_properties) if report.when != "teardown" else {}
+        props: dict[str, Any] = dict(report.user_properties) if report.when != "teardown" else {}
         if "tokens_in" in props:
             if not played:
                 p.tokens_in += int(props.get("tokens_in") or 0)

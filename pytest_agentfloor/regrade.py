@@ -20,22 +20,26 @@ import importlib.util
 import inspect
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
 from .callsite.guard import GraderCrashed
+from .callsite.parsers import PARSERS as CALLSITE_PARSERS
 from .judge.assess import assess
 from .kinds import is_case_file, load_file
 from .results import RunLog, read_records
 from .suite.loader import CaseError
 from .trajectory import Trajectory
 
+if TYPE_CHECKING:
+    from .kindspec import CaseKind, Entry
 
-def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[Any, Any]]:
+
+def _index(cases_dir: Path, problems: list[str]) -> dict[str, tuple[CaseKind, Entry, Path]]:
     """task id -> (kind, entry, file) over every case file under `cases_dir` (ladder cases, call-site tables
     and pressure families)."""
-    index: dict[str, tuple[Any, Any]] = {}
+    index: dict[str, tuple[CaseKind, Entry, Path]] = {}
     for path in sorted(cases_dir.rglob("*.toml")):
         if not is_case_file(path):
             continue
@@ -56,10 +60,10 @@ class ConftestError(Exception):
 class _Hooks(pluggy.PluginManager):
     """Like pytest's plugin manager for our hooks: unmarked pytest_agentfloor_* functions count."""
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith("pytest_agentfloor_") and inspect.isroutine(getattr(plugin, name, None)):
-            opts = {}
+            opts = cast(pluggy.HookimplOpts, {})  # no marks: pluggy fills in every default (as pytest's own manager)
         return opts
 
 
@@ -140,7 +144,8 @@ def regrade_records(records: list[dict[str, Any]], cases_dir: Path,
     `judge`: a judge.client.Judge for the semantic checks (None: their keyword stand-ins)."""
     problems: list[str] = []
     index = _index(cases_dir, problems)
-    out, changes = [], []
+    out: list[dict[str, Any]] = []
+    changes: list[str] = []
     for rec in records:
         task = rec.get("task")
         if rec.get("infra_error") or "trajectory" not in rec:
@@ -170,13 +175,14 @@ def _regrade_one(rec: dict[str, Any], kind: Any, entry: Any, task: str, changes:
         return rec
     resolved = entry.resolve(rec["variant"], rec["instance"])
     digest = entry.content_hash
-    facets = rec.get("facets") if isinstance(rec.get("facets"), dict) else {}
+    raw_facets = rec.get("facets")
+    facets: dict[str, Any] = raw_facets if isinstance(raw_facets, dict) else {}
     if kind.name == "episode" and (facets.get("V") is not None or facets.get("D") not in (None, "raw")):
         from .pressure.compiler import apply_pressure  # a ladder case run under --menu / --encoding
 
         resolved = apply_pressure(resolved, size=facets.get("V"), encoding=facets.get("D") or "raw")
         digest += f"+V{facets.get('V') if facets.get('V') is not None else 'own'}.{facets.get('D') or 'raw'}"
-    if kind.name == "callsite" and facets.get("parser") in ("deployed", "strict") and resolved.parser is None:
+    if kind.name == "callsite" and facets.get("parser") in CALLSITE_PARSERS and resolved.parser is None:
         resolved = resolved.model_copy(update={"parser": facets["parser"]})  # read as the run read it
     traj = Trajectory.model_validate(rec["trajectory"])
     assessment = assess(resolved, traj, judge)

@@ -33,7 +33,7 @@ def _narrow_path(arg: str, base: Path) -> bool:
     return p.is_file() or (p.is_dir() and p.name.startswith("tier_"))
 
 
-def selection(config: pytest.Config, settings: Any) -> dict[str, Any]:
+def selection(config: pytest.Config, options: Any) -> dict[str, Any]:
     """The options that decide which items run, as given (no secrets: models by name only)."""
     base = Path(config.invocation_params.dir).resolve()
     opt = config.option
@@ -45,12 +45,12 @@ def selection(config: pytest.Config, settings: Any) -> dict[str, Any]:
         "last_failed": bool(getattr(opt, "lf", False)),
         "stepwise": bool(getattr(opt, "stepwise", False)),
         "maxfail": int(getattr(opt, "maxfail", 0) or 0),
-        "models": [m.name for m in settings.selected],
-        "variants": "all" if settings.variants is None else sorted(settings.variants, key=lambda v: int(v[1:])),
-        "instances": "all" if settings.instances is None else sorted(settings.instances, key=lambda i: int(i[1:])),
-        "runs": settings.runs,
-        "resume": bool(settings.resume),
-        "shard": "/".join(map(str, settings.shard)) if getattr(settings, "shard", None) else None,
+        "models": [m.name for m in options.selected],
+        "variants": "all" if options.variants is None else sorted(options.variants, key=lambda v: int(v[1:])),
+        "instances": "all" if options.instances is None else sorted(options.instances, key=lambda i: int(i[1:])),
+        "runs": options.runs,
+        "resume": bool(options.resume),
+        "shard": "/".join(map(str, options.shard)) if getattr(options, "shard", None) else None,
     }
 
 

@@ -18,10 +18,11 @@ import pytest
 
 from . import __version__
 from .corpus import completed_records
-from .options import Settings
+from .options import Options
 from .reportdir import SESSION_FILE, ReportDirBusy, ReportDirLock, new_session_id, publish, resume_source, session_dir
 from .results import PROPERTY_FIELDS
 from .runinfo import narrowing, selection, stop_reason
+from .runstate import RunState
 from .scope import targets_cases
 
 _PROBE_SKIP = re.compile(r"model '(?P<model>.+?)' probed as (?P<cls>text_leaked|no_tools): (?P<detail>.*) \(--run-non")
@@ -43,9 +44,10 @@ def queue_line(records: list[dict[str, Any]]) -> str:
 class AgentFloorSession:
     """Controller-only: gathers records from reports and reports at session end."""
 
-    def __init__(self, config: pytest.Config, settings: Settings):
+    def __init__(self, config: pytest.Config, options: Options, state: RunState):
         self.config = config
-        self.settings = settings
+        self.options = options
+        self.state = state
         self.records: list[dict[str, Any]] = []
         self.previous: dict[str, dict[str, Any]] = {}
         self.resumed: set[str] = set()
@@ -57,7 +59,7 @@ class AgentFloorSession:
         self.started = time.time()
         self.keep_sessions = keep_sessions(config)
         self.pruned: list[str] = []
-        settings.session_dir = session_dir(settings.report_dir, self.session_id)
+        state.session_dir = session_dir(options.report_dir, self.session_id)
         self.collection_errors = 0
         self.deselected = 0
         self.outcomes: set[str] = set()  # node ids of the items that reached an outcome
@@ -71,62 +73,62 @@ class AgentFloorSession:
         self.published: tuple[bool, str | None] | None = None
         self.lock: ReportDirLock | None = None
         self.contexts: dict[str, tuple[int | None, str]] = {}  # model -> context window from the probe
-        if settings.resume and settings.active:
-            self.previous, self.problems = completed_records(resume_source(settings.report_dir))
+        if options.resume and options.active:
+            self.previous, self.problems = completed_records(resume_source(options.report_dir))
             from .judge.assess import judged_alike
 
-            judge = settings.judge_for()
+            judge = state.judge_for()
             stale = [k for k, r in self.previous.items() if not judged_alike(r, judge.fingerprint if judge else None)]
             for k in stale:
                 del self.previous[k]
             if stale:
                 self.problems.append(f"--resume: {len(stale)} item(s) whose semantic checks were decided otherwise "
                                      f"than by this session's {'judge' if judge else 'keyword stand-in'} run again")
-            settings.resume_keys = set(self.previous)
-        if settings.replay:  # name every unusable cassette line once, not once per item
+            state.resume_keys = set(self.previous)
+        if options.replay:  # name every unusable cassette line once, not once per item
             from .corpus import CASSETTE_FILE, read_cassette
 
-            self.problems += read_cassette(settings.report_dir / CASSETTE_FILE)[1]
+            self.problems += read_cassette(options.report_dir / CASSETTE_FILE)[1]
         if targets_cases(config) and not config.option.collectonly:
             self._take_report_dir()
 
     def _take_report_dir(self) -> None:
         """Hold the report dir for this session: a second session there gets a clear error."""
-        lock = ReportDirLock(self.settings.report_dir, self.session_id)
+        lock = ReportDirLock(self.options.report_dir, self.session_id)
         try:
             lock.acquire()
         except ReportDirBusy as exc:
             raise pytest.UsageError(f"--agentfloor-report-dir: {exc}") from None
         except OSError as exc:
-            raise pytest.UsageError(f"--agentfloor-report-dir: cannot write to {self.settings.report_dir} ({exc})") from None
+            raise pytest.UsageError(f"--agentfloor-report-dir: cannot write to {self.options.report_dir} ({exc})") from None
         self.lock = lock
         from .reportdir import point_latest
 
-        st = self.settings
-        assert st.session_dir is not None
-        st.session_dir.mkdir(parents=True, exist_ok=True)
+        st, state = self.options, self.state
+        assert state.session_dir is not None
+        state.session_dir.mkdir(parents=True, exist_ok=True)
         point_latest(st.report_dir, self.session_id)  # an interrupted session is found (and resumed) there
         # a resumed session continues the earlier one: its runs.jsonl alone must hold every result
         for record in self.previous.values():
-            st.log().append(record)
-        runs = st.session_dir / "runs.jsonl"
-        st.cost_start = runs.stat().st_size if runs.exists() else 0  # --max-cost counts this session's runs only
+            state.log().append(record)
+        runs = state.session_dir / "runs.jsonl"
+        state.cost_start = runs.stat().st_size if runs.exists() else 0  # --max-cost counts this session's runs only
 
     def close(self) -> None:
         if self.lock is not None:
             from .reportdir import discard_if_empty
 
-            discard_if_empty(self.settings.report_dir, self.session_id)
+            discard_if_empty(self.options.report_dir, self.session_id)
             self.lock.release()
             self.lock = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Start embedded model servers and probe each model, before xdist starts its workers."""
-        st = self.settings
+        st, state = self.options, self.state
         if self.config.option.collectonly or not st.active:  # not a benchmark run: no probe, no servers
             return
-        served = st.selected + ([st.judge] if st.judge and st.judge.name not in {m.name for m in st.selected} else [])
+        served = [*st.selected, *([st.judge] if st.judge and st.judge.name not in {m.name for m in st.selected} else [])]
         if not st.replay:
             unset = [(m.name, m.api_key_env) for m in st.selected if m.api_key_env and not os.environ.get(m.api_key_env)]
             if st.judge is not None and st.judge.api_key_env and not os.environ.get(st.judge.api_key_env):
@@ -141,7 +143,7 @@ class AgentFloorSession:
 
             for m in recorded:
                 try:
-                    st.provider(m)
+                    state.provider(m)
                 except RecordedOutputsError as exc:
                     raise pytest.UsageError(f"models.{m.name}.path: {exc}") from None
         from .local.session import needs_server
@@ -154,7 +156,7 @@ class AgentFloorSession:
             try:
                 from .context import session_turns
 
-                st.local_servers = start_local_servers(served, st.report_dir, turns=session_turns(st.protocol))
+                state.local_servers = start_local_servers(served, st.report_dir, turns=session_turns(st.protocol))
             except (ModelFileError, LocalServerError) as exc:
                 raise pytest.UsageError(f"local model server: {exc}") from None
         if st.probe and not st.replay:
@@ -163,12 +165,12 @@ class AgentFloorSession:
     def _probe_models(self) -> None:
         from .probe import combine, context_window, pool_of, probe
 
-        st = self.settings
+        st, state = self.options, self.state
         endpoints: dict[str, dict[str, dict[str, str]]] = {}
         for model in st.selected:
             if model.provider in ("scripted", "recorded"):  # no endpoint: nothing to probe
                 continue
-            provider = st.provider(model)
+            provider = state.provider(model)
             pool = pool_of(provider)
             if pool is None:
                 result = probe(provider)
@@ -177,25 +179,25 @@ class AgentFloorSession:
                 result, dead = combine(each)
                 out = [i for i, (_, got) in enumerate(each) if not got.admitted]
                 if len(out) < len(each):  # with none working, every replica stays in for its items to try
-                    st.pool_out[model.name] = out
+                    state.pool_out[model.name] = out
                     for i in out:
                         pool.members[i].state.take_out(time.monotonic())
                 endpoints[model.name] = {url: {"classification": r.classification, "detail": r.detail}
                                          for url, r in each}
                 self.problems += [f"WARNING model {model.name}: endpoint {line}; it is out of the pool, "
                                   "tried again after its cool-down" for line in dead]
-            st.probes[model.name] = (result.classification, result.detail)
+            state.probes[model.name] = (result.classification, result.detail)
             if result.classification != "error":  # a probe that reached no server measured no context window
                 self.contexts[model.name] = context_window(provider)
-        if st.probes:
-            out = st.session_dir or st.report_dir
-            out.mkdir(parents=True, exist_ok=True)
+        if state.probes:
+            probe_dir = state.session_dir or st.report_dir
+            probe_dir.mkdir(parents=True, exist_ok=True)
             data = {k: {"classification": c, "detail": d,
                         "context_window": self.contexts.get(k, (None, ""))[0],
                         "context": self.contexts.get(k, (None, ""))[1],
                         **({"endpoints": endpoints[k]} if k in endpoints else {})}
-                    for k, (c, d) in sorted(st.probes.items())}
-            (out / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+                    for k, (c, d) in sorted(state.probes.items())}
+            (probe_dir / "probe.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def all_records(self) -> list[dict[str, Any]]:
         """This session's records plus those of the items it resumed."""
@@ -242,16 +244,16 @@ class AgentFloorSession:
         cases = [i for i in session.items if isinstance(i, CaseItem)]
         if not cases:
             return
-        rows, n_sessions = build_plan(cases, self.settings.report_dir)
+        rows, n_sessions = build_plan(cases, self.options.report_dir)
         workers = self.config.getoption("numprocesses", None)
         workers = workers if isinstance(workers, int) else 1
         pricing = {m.name: ", ".join(f"{k}={v:g}" for k, v in m.public().get("pricing", {}).items() if v is not None)
-                   or "none" for m in self.settings.selected}
+                   or "none" for m in self.options.selected}
         self.plan_lines = render_plan(rows, n_sessions, workers, pricing)
-        spec = self.settings.gate
+        spec = self.options.gate
         if spec is not None and spec.baseline is not None:
             self.plan_lines += self._gate_plan(cases, spec)
-        if self.settings.plan:
+        if self.options.plan:
             session.items = []  # the plan replaces pytest's list of the collected items
 
     @staticmethod
@@ -274,7 +276,7 @@ class AgentFloorSession:
     # -- session end: what ran, the gate, the report files ----------------------------------
     def _run_info(self, session: pytest.Session, exitstatus: int) -> dict[str, Any]:
         """session.json: the session id, its selection and COMPLETE or PARTIAL with the reasons."""
-        sel = selection(self.config, self.settings)
+        sel = selection(self.config, self.options)
         reasons = narrowing(sel, Path(self.config.invocation_params.dir).resolve())
         stopped = stop_reason(session, exitstatus)
         if stopped:
@@ -287,8 +289,8 @@ class AgentFloorSession:
             reasons.append(f"model {model}: endpoint failed the probe, {n} item(s) not run")
         for (model, cls, _), n in sorted(self.probe_skips.items()):
             reasons.append(f"model {model}: probed as {cls}, {n} item(s) skipped (--run-non-capable runs them)")
-        if self.cost_skips and self.settings.max_cost is not None:
-            reasons.append(f"stopped at --max-cost {self.settings.max_cost:g} USD: {self.cost_skips} item(s) skipped")
+        if self.cost_skips and self.options.max_cost is not None:
+            reasons.append(f"stopped at --max-cost {self.options.max_cost:g} USD: {self.cost_skips} item(s) skipped")
         expected = int(getattr(session, "testscollected", 0) or 0)
         ran = len(self.outcomes)
         if not stopped and expected > ran and ran:
@@ -302,7 +304,7 @@ class AgentFloorSession:
             "partial_reasons": reasons,
             "selection": sel,
             "resumed_items": len(self.resumed),
-            "protocol": self.settings.protocol.params(),
+            "protocol": self.options.protocol.params(),
             # the context window each probed model was served with (None: unknown to the plugin)
             "context_windows": {name: window for name, (window, _) in sorted(self.contexts.items())},
             "exit_status": int(exitstatus),
@@ -320,7 +322,7 @@ class AgentFloorSession:
     def _gate(self, session: pytest.Session, exitstatus: int) -> None:
         """With a gate, the exit status is its verdict (item failures are measurements): 0 passed,
         1 failed, 75 infrastructure trouble prevented a verdict (gate.EXIT_INFRA); gate.json says why."""
-        spec = self.settings.gate
+        spec = self.options.gate
         if spec is None or self.config.option.collectonly or exitstatus not in (pytest.ExitCode.OK,
                                                                                 pytest.ExitCode.TESTS_FAILED):
             return
@@ -344,7 +346,7 @@ class AgentFloorSession:
         if self.other_failures and status == 0:
             status = EXIT_FAIL
         session.exitstatus = status
-        out = self.settings.session_dir
+        out = self.state.session_dir
         if out is not None and out.is_dir():
             try:
                 write_gate_json(self.gate_result, out / "gate.json", self.gate_error)
@@ -383,33 +385,33 @@ class AgentFloorSession:
         """
         from .reportdir import point_latest
 
-        st, run = self.settings, self.run
-        assert run is not None and st.session_dir is not None
+        st, state, run = self.options, self.state, self.run
+        assert run is not None and state.session_dir is not None
         if self.lock is None:  # a run that did not look like a benchmark run at the start, but wrote records
             try:
                 self._take_report_dir()
             except pytest.UsageError as exc:
                 self.report_error = str(exc)
                 return
-        st.session_dir.mkdir(parents=True, exist_ok=True)
-        if st.run_log is not None:
-            st.run_log.close()
+        state.session_dir.mkdir(parents=True, exist_ok=True)
+        if state.run_log is not None:
+            state.run_log.close()
         unused = set(self.previous) - self.resumed
         if unused:  # earlier records of items this session did not select: not part of its result
-            self._drop_records(st.session_dir / "runs.jsonl", unused)
-        (st.session_dir / SESSION_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
+            self._drop_records(state.session_dir / "runs.jsonl", unused)
+        (state.session_dir / SESSION_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
         records = self.all_records()
         if st.report_mode != "none" and records:
             from .report import build_summary, write_reports
 
             meta = {m.name: m.public() for m in st.models.values()}
-            opts = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
+            opts: dict[str, Any] = dict(reference=st.reference, margin_pp=st.margin_pp, infra_as_failure=st.infra_as_failure,
                         cluster=st.cluster, interval_method=st.interval_method, decision=st.decision_bound,
                         infra_threshold=st.infra_threshold)
             try:
                 if st.report_mode == "all":
-                    probe = {name: cls for name, (cls, _) in st.probes.items()}
-                    self.summary = write_reports(records, meta, st.session_dir, probe=probe, run=run,
+                    probe = {name: cls for name, (cls, _) in state.probes.items()}
+                    self.summary = write_reports(records, meta, state.session_dir, probe=probe, run=run,
                                                  section_options=self.section_options(), **opts)
                 else:
                     self.summary = build_summary(records, meta, **opts)[0]
@@ -419,7 +421,7 @@ class AgentFloorSession:
                 from .report.viewer import VIEWER_FILE, write_viewer
 
                 try:
-                    write_viewer([st.session_dir / "runs.jsonl"], st.session_dir / VIEWER_FILE)
+                    write_viewer([state.session_dir / "runs.jsonl"], state.session_dir / VIEWER_FILE)
                 except (ValueError, OSError) as exc:
                     self.report_error = f"could not write {VIEWER_FILE} ({exc}); runs.jsonl is intact"
         try:
@@ -452,12 +454,12 @@ class AgentFloorSession:
         tr = terminalreporter
         for line in self.plan_lines:
             tr.write_line(line)
-        if self.cost_skips and self.settings.max_cost is not None:
-            tr.write_line(f"agentfloor: --max-cost {self.settings.max_cost:g} USD reached: {self.cost_skips} item(s) "
+        if self.cost_skips and self.options.max_cost is not None:
+            tr.write_line(f"agentfloor: --max-cost {self.options.max_cost:g} USD reached: {self.cost_skips} item(s) "
                           "skipped, the run is PARTIAL", yellow=True, bold=True)
         for problem in self.problems:
             tr.write_line(f"agentfloor: {problem}", yellow=True)
-        for name, (cls, detail) in sorted(self.settings.probes.items()):
+        for name, (cls, detail) in sorted(self.state.probes.items()):
             tr.write_line(f"agentfloor: probe {name}: {cls}" + ("" if cls == "tool_capable" else
                                                                  f" ({detail}); call-site items run regardless"),
                           green=cls == "tool_capable", yellow=cls in ("text_leaked", "no_tools"), red=cls == "error")
@@ -469,7 +471,7 @@ class AgentFloorSession:
         if self.resumed:
             tr.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         if self.all_records():
-            tr.write_line(f"agentfloor protocol {self.settings.protocol.describe()}")
+            tr.write_line(f"agentfloor protocol {self.options.protocol.describe()}")
         queued = queue_line(self.records)
         if queued:
             tr.write_line(f"agentfloor: {queued}")
@@ -477,29 +479,29 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: {self.report_error}", red=True)
         if self.pruned:
             tr.write_line(f"agentfloor: removed {len(self.pruned)} old session(s) from "
-                          f"{self.settings.report_dir / 'sessions'} (--agentfloor-keep-sessions {self.keep_sessions})")
+                          f"{self.options.report_dir / 'sessions'} (--agentfloor-keep-sessions {self.keep_sessions})")
         records = self.all_records()
-        if self.settings.report_mode != "none" and records and self.summary is not None:
+        if self.options.report_mode != "none" and records and self.summary is not None:
             from .report import render_summary
 
-            render_summary(tr, records, self.summary, mode=self.settings.report_mode,
-                           models_meta={m.name: m.public() for m in self.settings.models.values()},
+            render_summary(tr, records, self.summary, mode=self.options.report_mode,
+                           models_meta={m.name: m.public() for m in self.options.models.values()},
                            section_options=self.section_options(),
-                           out_dir=self.files_dir() if self.settings.report_mode == "all" else None)
+                           out_dir=self.files_dir() if self.options.report_mode == "all" else None)
             viewer = self.files_dir() / "viewer.html"
-            if self.settings.report_mode == "all" and viewer.is_file():
+            if self.options.report_mode == "all" and viewer.is_file():
                 tr.write_line(f"agentfloor transcripts: {viewer}")
         if self.run is not None and (records or self.published is not None):
             complete = bool(self.run["complete"])
             tr.write_line(f"agentfloor: {self.run_text()}", green=complete, yellow=not complete, bold=not complete)
         if self.published is not None:
             tr.write_line(f"agentfloor: {self.where_text()}")
-        if self.settings.gate is not None and not self.config.option.collectonly:  # --co: nothing ran to gate
+        if self.options.gate is not None and not self.config.option.collectonly:  # --co: nothing ran to gate
             self._report_gate(tr)
 
     def section_options(self) -> dict[str, Any]:
         """Options of the kinds' report sections (report/sections.py)."""
-        return {"callsite_weights": self.settings.callsite_weights, "callsite_verdict": self.settings.callsite_verdict}
+        return {"callsite_weights": self.options.callsite_weights, "callsite_verdict": self.options.callsite_verdict}
 
     def run_text(self) -> str:
         from .report.files import run_line
@@ -507,20 +509,20 @@ class AgentFloorSession:
         return run_line(self.run) or f"session {self.session_id}"
 
     def files_dir(self) -> Path:
-        st = self.settings
-        return st.report_dir if self.published and self.published[0] else (st.session_dir or st.report_dir)
+        st, state = self.options, self.state
+        return st.report_dir if self.published and self.published[0] else (state.session_dir or st.report_dir)
 
     def where_text(self) -> str:
-        st = self.settings
-        assert self.published is not None and st.session_dir is not None
+        st, state = self.options, self.state
+        assert self.published is not None and state.session_dir is not None
         published, kept = self.published
         if published:
-            return f"session {self.session_id}: files in {st.session_dir}, published to {st.report_dir}"
-        return (f"session {self.session_id} is PARTIAL: its files are in {st.session_dir} ({st.report_dir / 'latest'}); "
+            return f"session {self.session_id}: files in {state.session_dir}, published to {st.report_dir}"
+        return (f"session {self.session_id} is PARTIAL: its files are in {state.session_dir} ({st.report_dir / 'latest'}); "
                 f"{st.report_dir} still shows the COMPLETE session {kept}")
 
     def _report_gate(self, tr: Any) -> None:
-        spec, result = self.settings.gate, self.gate_result
+        spec, result = self.options.gate, self.gate_result
         assert spec is not None
         if result is None:
             tr.write_sep("=", "agentfloor gate: FAILED", red=True, bold=True)

@@ -32,8 +32,19 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("judge and statistics", ("judge", "judge.*", "corpus", "stats", "stats.*", "callsite.stats")),
     ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade")),
     ("case kinds", ("suite.kind", "callsite.kind", "callsite.tables", "pressure.kind", "pressure.tables")),
-    ("pytest", ("plugin", "items", "options", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__")),
+    ("pytest", ("plugin", "items", "options", "runstate", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__")),
 ]
+
+#: the packages of the built-in plug-in kinds (the ladder's kind class sits in suite/kind.py, over the
+#: core's case data): the core, the layers up to CORE_TOP, imports none of them. What the core needs
+#: of a kind's data it reads through kindspec's protocols (kindspec.EpisodePressure)
+KIND_PACKAGES: tuple[str, ...] = ("callsite", "pressure")
+CORE_TOP = "play"
+#: core modules that still import a kind package, and why (each one is a debt, not a pattern)
+KIND_IMPORTS_ALLOWED: dict[str, set[str]] = {
+    # the built-in oracle answers call-site cases; a plug-in kind's case answers through scripted_output
+    "providers.scripted": {"callsite.policies"},
+}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -148,6 +159,19 @@ def short(module: str) -> str:
     return module.removeprefix(PKG + ".")
 
 
+def in_kind_package(module: str) -> bool:
+    return any(short(module) == k or short(module).startswith(k + ".") for k in KIND_PACKAGES)
+
+
+def core_kind_imports(graph: dict[str, set[str]], allowed: dict[str, set[str]] | None = None) -> list[str]:
+    """`core module -> kind module` for each import of a kind package from the core (layers up to CORE_TOP)."""
+    top = [name for name, _ in LAYERS].index(CORE_TOP)
+    allowed = KIND_IMPORTS_ALLOWED if allowed is None else allowed
+    return [f"{short(m)} -> {short(t)}" for m, targets in sorted(graph.items())
+            if not in_kind_package(m) and layer_of(m) <= top
+            for t in sorted(targets) if in_kind_package(t) and short(t) not in allowed.get(short(m), set())]
+
+
 # -- the checker on small graphs of its own ---------------------------------------------------
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / PKG
@@ -182,6 +206,16 @@ def test_every_kind_of_import_counts_and_type_checking_ones_do_not(tmp_path: Pat
         f"{PKG}.sub.e"}
 
 
+def test_a_core_module_importing_a_kind_package_is_named(tmp_path: Path) -> None:
+    root = _package(tmp_path, {
+        "episode.py": "def f():\n    from .pressure.menu import full_menu\n",
+        "suite/__init__.py": "", "suite/schema.py": "from ..kindspec import EpisodePressure\n", "kindspec.py": "",
+        "pressure/__init__.py": "", "pressure/menu.py": "from ..suite.schema import x\n",
+        "plugin.py": "from .pressure import menu\n",  # above the core: a kind may be wired in there
+    })
+    assert core_kind_imports(import_graph(root), allowed={}) == ["episode -> pressure.menu"]
+
+
 def test_a_package_without_circles_has_none(tmp_path: Path) -> None:
     root = _package(tmp_path, {"a.py": "from . import b\n", "b.py": "import os\n"})
     assert cycles(import_graph(root)) == []
@@ -210,6 +244,15 @@ def test_no_module_imports_a_higher_layer() -> None:
     wrong = [f"{short(m)} ({LAYERS[layer_of(m)][0]}) imports {short(t)} ({LAYERS[layer_of(t)][0]})"
              for m, targets in sorted(GRAPH.items()) for t in sorted(targets) if layer_of(t) > layer_of(m)]
     assert not wrong, "imports against the data flow:\n" + "\n".join(wrong)
+
+
+def test_the_core_imports_no_kind_package() -> None:
+    """The episode loop, the case schema and everything under them know a kind's data only through
+    kindspec's protocols: a kind package imported there is a kind baked into the core."""
+    wrong = core_kind_imports(GRAPH)
+    assert not wrong, "the core imports a kind package (hand it over through kindspec instead):\n" + "\n".join(wrong)
+    stale = {m: t for m, t in KIND_IMPORTS_ALLOWED.items() if not t & {short(x) for x in GRAPH.get(f"{PKG}.{m}", ())}}
+    assert not stale, f"allowed kind imports that no longer exist (drop them from KIND_IMPORTS_ALLOWED): {stale}"
 
 
 def test_the_kind_registry_imports_no_kind() -> None:

@@ -31,7 +31,10 @@ FIGURES = {
     "bench_overhead.py": r"agentfloor \d+\.\d+ ms vs bare pytest \d+\.\d+ ms = \d+\.\d+x",
     "bench_startup.py": r"difference [+-]\d+ ms .*\n.*first item starts after: benchmark run .* median \d+\.\d+ s",
     "bench_throughput.py": r"c4: wall +\d+\.\d+ s",
+    "bench_viewer.py": r"viewer load: median \d+\.\d+ s(.|\n)*first search: median \d+\.\d+ s",
 }
+#: these drive headless Chromium (Debian's, through Playwright)
+BROWSER = {"bench_viewer.py"}
 #: these start the embedded model's llama-server
 REALMODEL = {"bench_local_model.py", "bench_local_slots.py"}
 
@@ -44,6 +47,11 @@ def test_every_benchmark_has_a_smoke_check() -> None:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.realmodel] if n in REALMODEL else [])
                                   for n in sorted(FIGURES)])
 def test_benchmark_runs_in_its_smoke_size_and_prints_its_figure(name: str) -> None:
+    if name in BROWSER:  # skips without chromium or playwright, fails without them under AGENTFLOOR_REQUIRE_BROWSER=1
+        from tests.viewer.browser import chromium, playwright_api
+
+        chromium()
+        playwright_api()
     env = {**os.environ, "AGENTFLOOR_BENCH_SMOKE": "1", "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / name)], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=900, stdin=subprocess.DEVNULL)

@@ -266,7 +266,10 @@ def test_thirty_tasks_five_per_tier_with_the_tier_budgets() -> None:
         by_tier[case.tier].append(cid)
         # per-task budgets are allowed where the reference needs them (the authors' E budgets are 9-12)
         assert case.budget is None or case.tier in ("D", "E"), cid
-        assert case.turn_budget >= TIER_TURN_BUDGET[case.tier], cid
+        if case.tier == "E":  # the authors' per-task E budgets: 10/9/10/12/12
+            assert 9 <= case.turn_budget <= 12, cid
+        else:
+            assert case.turn_budget >= TIER_TURN_BUDGET[case.tier], cid
     assert {t: sorted(ids) for t, ids in by_tier.items()} == TIER_IDS
 
 
@@ -284,13 +287,17 @@ def test_tier_demands() -> None:
                 assert len(calls) == 1 and len(rc.steps) == 1, where
             elif case.tier == "B":  # a chain: the second step depends on the first
                 assert len(call_turns) == 2 and any(s.after for s in rc.steps), where
-            elif case.tier == "D" and rc.fixtures.failures:  # 3 of 5 (the published tier: 2 of 5)
+            elif case.tier == "D" and rc.fixtures.failures:  # 2 of 5, as the published tier
                 traj = H.play(rc)
                 assert any(not c.ok for c in traj.calls), f"{where}: the reference never meets its failure"
             elif case.tier == "E":
-                assert 8 <= len(calls) <= 12, f"{where}: {len(calls)} reference calls"
-                assert "partial_constraint_check" in case.forbidden, where
-                assert rc.fixtures.constraints and any(c.tool == "check_constraint" for c in calls), where
+                # the published E: about 5.4 calls a task, E1 about 8 (tests/test_ladder_calibration.py
+                # holds the tier mean to its band)
+                assert 5 <= len(calls) <= 8, f"{where}: {len(calls)} reference calls"
+                assert len(rc.fixtures.constraints) >= 2 and any(c.tool == "check_constraint" for c in calls), where
+                if "partial_constraint_check" in case.forbidden:  # declared: the submitted record passed every check
+                    traj = H.play(rc)
+                    assert H.judge(rc, traj).passed, where
                 # a careful model checks every candidate against every constraint: the call limit must
                 # leave room for that, and little more
                 checks = {(c.args["record_id"], c.args["constraint"]) for c in calls if c.tool == "check_constraint"}

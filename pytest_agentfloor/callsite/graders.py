@@ -1,7 +1,7 @@
 """The five call-site graders, as pure functions of a resolved case and the model's output text.
 
 Each reads the reply with the case's output parser (:mod:`.parsers`: ``deployed`` by default,
-``strict``) and returns verdicts in rule order (the first failed one is what the item reports)
+``strict``, ``harness``), asking its :class:`.parsers.Reading` rule by rule, and returns verdicts in rule order (the first failed one is what the item reports)
 plus details that the statistics read: whether the output acted, refused, substituted a real
 device or named an entity the site does not have. The details come from the same parse as the
 verdicts, so over-actuation counts what the deployment would have executed. Generated code is
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..grading.obligations import Verdict
-from .parsers import read_code, read_json_array, read_label
-from .schema import _ENTITY, AGENT_FUNCTIONS, Action, CallSiteCase
+from .parsers import Reading, read_code, read_json_array, read_label, reading
+from .schema import _ENTITY, AGENT_FUNCTIONS, Action, CallSiteCase, CodegenGold
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
@@ -30,6 +30,8 @@ HA_STATE_TOPIC = "homeassistant/state_changes/#"
 SYNC_API: tuple[str, ...] = ("persist", "recall", "subscribe", "window", "declare_contract")
 ASYNC_API: tuple[str, ...] = ("publish", "mqtt_get", "log", "alert")
 OWN_LLM_MODULES: tuple[str, ...] = ("openai", "anthropic", "ollama", "litellm", "transformers", "llama_cpp")
+#: the model clients the authors' harness looks for (the harness parser)
+HARNESS_LLM_MODULES: tuple[str, ...] = ("openai", "anthropic", "ollama")
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,20 @@ def parse_json_array(text: str, parser: str = "strict") -> tuple[list[Any] | Non
     return read_json_array(text, parser)
 
 
+def _service_data_mode(gold: Action, parser: str) -> str:
+    """How this gold's ``service_data`` is compared: ``service_data_exact`` wins over the parser's rule."""
+    return "exact" if gold.service_data_exact else reading(parser).service_data
+
+
 def _service_data_ok(gold: Action, got: dict[str, Any], parser: str) -> bool:
+    mode, want = _service_data_mode(gold, parser), gold.service_data
+    if mode == "object":  # the harness: the whole object, only when the gold has one
+        return want is None or (isinstance(got.get("service_data"), dict)
+                                and _num_norm(want) == _num_norm(got["service_data"]))
     have = got.get("service_data") or {}
     if not isinstance(have, dict):
         return False
-    want = gold.service_data
-    if gold.service_data_exact or parser == "strict":
+    if mode == "exact":
         return _num_norm(want or {}) == _num_norm(have)
     return all(k in have and _num_norm(v) == _num_norm(have[k]) for k, v in (want or {}).items())
 
@@ -118,7 +128,7 @@ def _gold_shown(gold: Action, parser: str) -> dict[str, Any]:
     """A gold call as a failure message shows it: what this parser requires of it."""
     out: dict[str, Any] = {"domain": gold.domain, "service": gold.service,
                            "entity_id": gold.entity_id if gold.entity_id is not None else gold.entity_id_any}
-    if parser == "strict" or gold.service_data_exact:
+    if _service_data_mode(gold, parser) == "exact":
         out["service_data"] = gold.service_data or {}
     elif gold.service_data:
         out["service_data"] = gold.service_data
@@ -131,6 +141,17 @@ def call_matches(gold: Action, got: Any, parser: str = "deployed") -> bool:
             and got.get("entity_id") in gold.ids() and _service_data_ok(gold, got, parser))
 
 
+def _call_shaped(call: Any, rules: Reading) -> bool:
+    """A call object the parser reads: string domain, service and entity id; ``service_data`` an object
+    (deployed: or null; harness: anything, it is compared only where the gold names it); strict: no other key."""
+    if not (isinstance(call, dict) and all(isinstance(call.get(k), str) for k in ("domain", "service", "entity_id"))):
+        return False
+    if not rules.extra_call_keys and not set(call) <= {"domain", "service", "entity_id", "service_data"}:
+        return False
+    data = call.get("service_data", {})
+    return rules.service_data == "object" or isinstance(data, dict) or (rules.extra_call_keys and data is None)
+
+
 def grade_actuator(case: CallSiteCase, output: str) -> Outcome:
     """Exact action-set match; an empty gold set requires the refusal []; any extra actuation fails.
 
@@ -139,6 +160,7 @@ def grade_actuator(case: CallSiteCase, output: str) -> Outcome:
     """
     assert case.actions is not None
     parser = case.parser_name
+    rules = reading(parser)
     gold_calls = list(case.actions)
     owned = case.installation.entity_ids() if case.installation is not None else None
     details: dict[str, Any] = {"acted": False, "refused": False, "substitution": False, "hallucinated": False,
@@ -147,12 +169,7 @@ def grade_actuator(case: CallSiteCase, output: str) -> Outcome:
     actions, why = read_json_array(output, parser)
     if actions is None:
         return Outcome([_fail("actuator.format", "a JSON array of service calls", why)], details)
-    shape = ("domain", "service", "entity_id")
-    allowed_keys = {*shape, "service_data"}
-    bad = [a for a in actions if not (isinstance(a, dict) and all(isinstance(a.get(k), str) for k in shape)
-                                      and (parser == "deployed" or set(a) <= allowed_keys)
-                                      and (isinstance(a.get("service_data", {}), dict)
-                                           or (parser == "deployed" and a.get("service_data") is None)))]
+    bad = [a for a in actions if not _call_shaped(a, rules)]
     if bad:
         return Outcome([_fail("actuator.format", "objects {domain, service, entity_id, service_data}",
                               _short(bad[0]))], details)
@@ -184,6 +201,8 @@ def grade_actuator(case: CallSiteCase, output: str) -> Outcome:
     wrong_call = [a for a in extra if a["entity_id"] in gold_entities]
     if not actions:
         verdicts.append(_fail("actuator.missed", _short(gold_shown), "[] (refused an actionable request)"))
+    elif not rules.each_call_matched and not missing and len(actions) == len(gold_calls):
+        verdicts.append(_ok("actuator.actions"))  # the harness: same count and every gold call matched
     elif substituted and missing:
         verdicts.append(_fail("actuator.substitution", f"act on {', '.join(sorted(gold_entities))}",
                               f"acted on {', '.join(a['entity_id'] for a in substituted)} instead"))
@@ -254,6 +273,7 @@ def grade_planner(case: CallSiteCase, output: str) -> Outcome:
     """
     assert case.plan is not None
     gold, parser = case.plan, case.parser_name
+    rules = reading(parser)
     details: dict[str, Any] = {"refused": False, "actionable": not gold.refuse}
     steps, why = read_json_array(output, parser)
     if steps is None:
@@ -262,19 +282,20 @@ def grade_planner(case: CallSiteCase, output: str) -> Outcome:
         return Outcome([_fail("planner.format", "a JSON array of objects", _short(steps))], details)
     v = [_ok("planner.format")]
     details["refused"] = not steps
-    if gold.refuse:
+    if gold.refuse and rules.infeasible_is_refusal:
         v.append(_ok("planner.refusal") if not steps else
                  _fail("planner.refusal", "[] (the site cannot support this pipeline)", f"{len(steps)} step(s)"))
         return Outcome(v, details)
     if not steps:
-        return Outcome(v + [_fail("planner.refusal", "a plan (the request is feasible)", "[]")], details)
+        why = "a plan (the authors' harness fails every empty plan)" if gold.refuse else "a plan (the request is feasible)"
+        return Outcome(v + [_fail("planner.refusal", why, "[]")], details)
     v.append(_ok("planner.refusal"))
 
     allowed = tuple(gold.allowed_types) if gold.allowed_types is not None else PLAN_TYPES
     for s in steps:
         if s.get("type") not in allowed:
             return Outcome(v + [_fail("planner.type", f"type in {', '.join(allowed)}", repr(s.get("type")))], details)
-        if parser == "deployed":
+        if rules.light_plan_shape:
             if not (s.get("name") and s.get("description")):
                 return Outcome(v + [_fail("planner.type", "a name and a description", _short(s))], details)
             continue
@@ -284,7 +305,7 @@ def grade_planner(case: CallSiteCase, output: str) -> Outcome:
         if problem:
             return Outcome(v + [_fail("planner.fields", problem, _short(s))], details)
     v.append(_ok("planner.type"))
-    if parser == "strict":
+    if not rules.light_plan_shape:
         v.append(_ok("planner.fields"))
         failed = _planner_strict(steps, case)
         if failed is not None:
@@ -437,93 +458,21 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
     The deployed parser drops fence lines (a truncated reply's unclosed fence too), allows
     standard-library imports at module level (they cannot fail when the module body runs) and
     fails a required function whose body is a stub; the strict parser fails any module-level import.
+    The harness parser checks only what the authors' harness checks (:func:`_harness_findings`).
     """
     assert case.code is not None
     gold, parser = case.code, case.parser_name
+    rules = reading(parser)
     source = read_code(output, parser)
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return Outcome([_fail("codegen.parse", "Python source", f"syntax error line {exc.lineno}: {exc.msg}")])
     v = [_ok("codegen.parse")]
-    top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for name in gold.functions:
-        fn = top.get(name)
-        if fn is None:
-            return Outcome(v + [_fail("codegen.functions", f"async def {name}(...) at module level", "not defined")])
-        if not isinstance(fn, ast.AsyncFunctionDef):
-            return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")])
-    for name, fn in top.items():
-        if name in AGENT_FUNCTIONS:
-            n = len(fn.args.posonlyargs) + len(fn.args.args)
-            if n != AGENT_FUNCTIONS[name] or fn.args.vararg or fn.args.kwonlyargs:
-                return Outcome(v + [_fail("codegen.functions", f"{name} takes {AGENT_FUNCTIONS[name]} argument(s)",
-                                          f"{n} positional" + (" plus extras" if fn.args.vararg or fn.args.kwonlyargs
-                                                               else ""))])
-            if not isinstance(fn, ast.AsyncFunctionDef):
-                return Outcome(v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")])
-    v.append(_ok("codegen.functions"))
-
-    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    if parser == "deployed":
-        imports = [n for n in imports if _third_party(n)]
-        if imports:
-            return Outcome(v + [_fail("codegen.module_import", "third-party imports inside functions",
-                                      f"module-level import of {_third_party(imports[0])[0]} at line "
-                                      f"{imports[0].lineno}")])
-    elif imports:
-        return Outcome(v + [_fail("codegen.module_import", "imports inside functions",
-                                  f"module-level import at line {imports[0].lineno}")])
-    v.append(_ok("codegen.module_import"))
-    if parser == "deployed" and not gold.allow_empty_bodies:
-        stubs = [name for name in gold.functions if _stub(top[name])]
-        if stubs:
-            return Outcome(v + [_fail("codegen.stub", f"a body for {stubs[0]}()", "only pass, a docstring or ...")])
-        v.append(_ok("codegen.stub"))
-
-    awaited = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Await)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            m = _agent_method(node)
-            if m in SYNC_API and id(node) in awaited:
-                return Outcome(v + [_fail("codegen.await_sync", f"agent.{m}(...) called without await (it is "
-                                          "synchronous)", f"await agent.{m}(...) at line {node.lineno}")])
-            if (m in ASYNC_API or m == "llm.chat") and id(node) not in awaited:
-                return Outcome(v + [_fail("codegen.await_sync", f"await agent.{m}(...)",
-                                          f"agent.{m}(...) not awaited at line {node.lineno}")])
-    v.append(_ok("codegen.await_sync"))
-
-    funcs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _agent_method(node) == "subscribe":
-            if len(node.args) + len(node.keywords) < 2:
-                return Outcome(v + [_fail("codegen.subscribe", "agent.subscribe(topic, callback)",
-                                          f"no callback at line {node.lineno}")])
-            cb = node.args[1] if len(node.args) > 1 else node.keywords[-1].value
-            target = funcs.get(cb.id) if isinstance(cb, ast.Name) else None
-            if target is None or not isinstance(target, ast.AsyncFunctionDef):
-                return Outcome(v + [_fail("codegen.subscribe", "an async function as the callback",
-                                          f"{ast.unparse(cb)} at line {node.lineno}")])
-            n = len(target.args.posonlyargs) + len(target.args.args)
-            if n != 1 or target.args.vararg:
-                return Outcome(v + [_fail("codegen.subscribe", f"callback {target.name}(payload) with one argument",
-                                          f"{n} argument(s)")])
-    v.append(_ok("codegen.subscribe"))
-
-    process = top.get("process")
-    if process is not None:
-        for node in ast.walk(process):
-            if isinstance(node, ast.While) and _is_true(node.test):
-                return Outcome(v + [_fail("codegen.loop", "one iteration per process() call",
-                                          f"endless while loop at line {node.lineno}")])
-    v.append(_ok("codegen.loop"))
-
-    own = [alias.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-           for alias in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module or "")])
-           if alias.name.split(".")[0] in OWN_LLM_MODULES]
-    if own:
-        return Outcome(v + [_fail("codegen.own_llm", "agent.llm.chat for model calls", f"imports {own[0]}")])
-    v.append(_ok("codegen.own_llm"))
+    failed = _runtime_contract(tree, gold, rules) if rules.runtime_contract else _harness_findings(tree, gold)
+    v += failed
+    if not v[-1].ok:
+        return Outcome(v)
 
     called = _called_names(tree)
     missing = [u for u in gold.uses if u not in called]
@@ -535,6 +484,151 @@ def grade_codegen(case: CallSiteCase, output: str) -> Outcome:
                                   f"never calls {', '.join(missing)}" if missing else f"contains {banned[0]!r}")])
     v.append(_ok("codegen.uses"))
     return Outcome(v)
+
+
+def _runtime_contract(tree: ast.Module, gold: CodegenGold, rules: Reading) -> list[Verdict]:
+    """Deployed and strict: every prompt rule that breaks the running agent; verdicts up to the first failure."""
+    v: list[Verdict] = []
+    top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for name in gold.functions:
+        fn = top.get(name)
+        if fn is None:
+            return v + [_fail("codegen.functions", f"async def {name}(...) at module level", "not defined")]
+        if not isinstance(fn, ast.AsyncFunctionDef):
+            return v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")]
+    for name, fn in top.items():
+        if name in AGENT_FUNCTIONS:
+            n = len(fn.args.posonlyargs) + len(fn.args.args)
+            if n != AGENT_FUNCTIONS[name] or fn.args.vararg or fn.args.kwonlyargs:
+                return v + [_fail("codegen.functions", f"{name} takes {AGENT_FUNCTIONS[name]} argument(s)",
+                                  f"{n} positional" + (" plus extras" if fn.args.vararg or fn.args.kwonlyargs
+                                                       else ""))]
+            if not isinstance(fn, ast.AsyncFunctionDef):
+                return v + [_fail("codegen.functions", f"async def {name}", f"def {name} (not async)")]
+    v.append(_ok("codegen.functions"))
+
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if rules.stdlib_imports_allowed:
+        imports = [n for n in imports if _third_party(n)]
+        if imports:
+            return v + [_fail("codegen.module_import", "third-party imports inside functions",
+                              f"module-level import of {_third_party(imports[0])[0]} at line {imports[0].lineno}")]
+    elif imports:
+        return v + [_fail("codegen.module_import", "imports inside functions",
+                          f"module-level import at line {imports[0].lineno}")]
+    v.append(_ok("codegen.module_import"))
+    if rules.stub_bodies_fail and not gold.allow_empty_bodies:
+        stubs = [name for name in gold.functions if _stub(top[name])]
+        if stubs:
+            return v + [_fail("codegen.stub", f"a body for {stubs[0]}()", "only pass, a docstring or ...")]
+        v.append(_ok("codegen.stub"))
+
+    awaited = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Await)}
+    # an unawaited agent.log only loses its line (a RuntimeWarning, the agent runs on): a failure where the
+    # task is to log, or under a reading that fails every one
+    log_matters = rules.unawaited_log_fails or "agent.log" in gold.uses or any(
+        "agent.log" in t.lower() for t in gold.must_contain)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            m = _agent_method(node)
+            if m in SYNC_API and id(node) in awaited:
+                return v + [_fail("codegen.await_sync", f"agent.{m}(...) called without await (it is synchronous)",
+                                  f"await agent.{m}(...) at line {node.lineno}")]
+            if m == "log" and not log_matters:
+                continue
+            if (m in ASYNC_API or m == "llm.chat") and id(node) not in awaited:
+                return v + [_fail("codegen.await_sync", f"await agent.{m}(...)",
+                                  f"agent.{m}(...) not awaited at line {node.lineno}")]
+    v.append(_ok("codegen.await_sync"))
+
+    funcs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _agent_method(node) == "subscribe":
+            if len(node.args) + len(node.keywords) < 2:
+                return v + [_fail("codegen.subscribe", "agent.subscribe(topic, callback)",
+                                  f"no callback at line {node.lineno}")]
+            cb = node.args[1] if len(node.args) > 1 else node.keywords[-1].value
+            target = funcs.get(cb.id) if isinstance(cb, ast.Name) else None
+            if target is None or not isinstance(target, ast.AsyncFunctionDef):
+                return v + [_fail("codegen.subscribe", "an async function as the callback",
+                                  f"{ast.unparse(cb)} at line {node.lineno}")]
+            n = len(target.args.posonlyargs) + len(target.args.args)
+            if n != 1 or target.args.vararg:
+                return v + [_fail("codegen.subscribe", f"callback {target.name}(payload) with one argument",
+                                  f"{n} argument(s)")]
+    v.append(_ok("codegen.subscribe"))
+
+    process = top.get("process")
+    if process is not None:
+        for node in ast.walk(process):
+            if isinstance(node, ast.While) and _is_true(node.test):
+                return v + [_fail("codegen.loop", "one iteration per process() call",
+                                  f"endless while loop at line {node.lineno}")]
+    v.append(_ok("codegen.loop"))
+
+    own = [alias.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+           for alias in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module or "")])
+           if alias.name.split(".")[0] in OWN_LLM_MODULES]
+    if own:
+        return v + [_fail("codegen.own_llm", "agent.llm.chat for model calls", f"imports {own[0]}")]
+    v.append(_ok("codegen.own_llm"))
+    return v
+
+
+def _harness_findings(tree: ast.Module, gold: CodegenGold) -> list[Verdict]:
+    """The harness parser: the authors' harness's checks on the dict form of a key, and nothing else.
+
+    The required functions are ``async def`` anywhere (no arity, not necessarily at module level); a
+    module-level import fails when its top-level package is not the standard library (``from .x``
+    names ``x``); ``await <anything>.subscribe(...)`` fails, and so does a ``.subscribe(...)`` call
+    with fewer than two positional arguments; importing ``openai``, ``anthropic`` or ``ollama``
+    anywhere fails; an async function named as a required one whose body is a stub fails (every
+    definition of that name, nested or redefined, unless ``allow_empty_bodies``). Their
+    ``awaited_window`` finding never fires (it reads an attribute ``ast`` never sets), so it is not here.
+    """
+    v: list[Verdict] = []
+    async_defs = [n for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef)]
+    names = {n.name for n in async_defs}
+    absent = [f for f in gold.functions if f not in names]
+    if absent:
+        return [_fail("codegen.functions", f"async def {absent[0]}(...)", "not defined")]
+    v.append(_ok("codegen.functions"))
+
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            foreign = [m for m in modules if m and m.split(".")[0] not in sys.stdlib_module_names]
+            if foreign:
+                return v + [_fail("codegen.module_import", "third-party imports inside functions",
+                                  f"module-level import of {foreign[0]} at line {node.lineno}")]
+    v.append(_ok("codegen.module_import"))
+    if not gold.allow_empty_bodies:
+        stubs = [n for n in async_defs if n.name in gold.functions and _stub(n)]
+        if stubs:
+            return v + [_fail("codegen.stub", f"a body for {stubs[0].name}()", "only pass, a docstring or ...")]
+        v.append(_ok("codegen.stub"))
+
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Await) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "subscribe"):
+            return v + [_fail("codegen.await_sync", "subscribe(...) called without await (it is synchronous)",
+                              f"await ...subscribe(...) at line {node.lineno}")]
+    v.append(_ok("codegen.await_sync"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "subscribe"
+                and len(node.args) < 2):
+            return v + [_fail("codegen.subscribe", "subscribe(topic, callback), both positional",
+                              f"no positional callback at line {node.lineno}")]
+    v.append(_ok("codegen.subscribe"))
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            named = [a.name for a in node.names] + [getattr(node, "module", "") or ""]
+            own = [n for n in named if n and n.split(".")[0] in HARNESS_LLM_MODULES]
+            if own:
+                return v + [_fail("codegen.own_llm", "agent.llm.chat for model calls", f"imports {own[0]}")]
+    v.append(_ok("codegen.own_llm"))
+    return v
 
 
 GRADERS: dict[str, Grader] = {

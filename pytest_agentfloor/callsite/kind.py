@@ -30,7 +30,7 @@ from .schema import CallSiteCase, Installation, SiteCase, SiteTable
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
-    from ..options import Settings
+    from ..options import Options
     from ..providers.base import Provider
     from ..report.sections import ReportSection
 
@@ -293,10 +293,10 @@ class CallSiteKind:
             entries.append(Entry(case.id, content_hash, (("v0", "i0"),), markers_of(case), _constant(case)))
         return entries
 
-    def play(self, settings: Settings, case: CallSiteCase, model: ModelConfig, provider: Provider,
+    def play(self, options: Options, case: CallSiteCase, model: ModelConfig, provider: Provider,
              run: int) -> Trajectory:
         # one request without tools: the episode protocol's budgets have nothing to limit; its name is kept
-        return play_call(case, provider, model=model.name, run=run, protocol=settings.protocol.name)
+        return play_call(case, provider, model=model.name, run=run, protocol=options.protocol.name)
 
     def grade(self, case: CallSiteCase, trajectory: Trajectory, hook: Any) -> SiteGrade:
         return grade_call(case, trajectory, hook)
@@ -317,7 +317,7 @@ class InstallationKind:
             raise CaseError(path, _problems(exc)) from None
         return []
 
-    def play(self, settings: Settings, case: Any, model: ModelConfig, provider: Provider,
+    def play(self, options: Options, case: Any, model: ModelConfig, provider: Provider,
              run: int) -> NoReturn:  # pragma: no cover
         raise TypeError("an installation has no items")
 

@@ -1,25 +1,91 @@
 """Output parsers: how a deployment reads a call site's reply before acting on it.
 
 A grade says whether the deployed system would have done the right thing with a reply, so the
-grader first reads the reply the way the deployment does. Two parsers:
+grader first reads the reply the way the deployment does. Three readings:
 
 - ``deployed`` (the default): seed 001's rules where the paper states them, the authors' released
   harness where it is silent: the first word of a label reply, case-insensitive; the JSON array
   found in a fence or in surrounding prose; fences dropped line by line (an unclosed one too).
 - ``strict``: the whole reply must be the answer (one label; one JSON value, at most one
   surrounding fence), the parser this plugin used before.
+- ``harness``: the authors' released harness (``waldiez/slm-callsite-eval``,
+  ``harness/evalharness.py``) also where it contradicts the paper: an infeasible planner request
+  graded as a feasible one, codegen checked on the harness's structural findings only,
+  ``service_data`` compared as a whole object where the gold names it. For reproducing their
+  published verdicts, not for choosing a model.
 
-Pure functions of the text; docs/callsite.md has the rule-by-rule conformance table.
+The text readers are pure functions; :data:`READINGS` says, rule by rule, what each parser does
+where they part ways, so the graders ask a named rule rather than a parser's name.
+docs/callsite.md has the rule-by-rule conformance table.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
-PARSERS: tuple[str, ...] = ("deployed", "strict")
+from .schema import ParserName
+
+PARSERS: tuple[str, ...] = get_args(ParserName)
 DEFAULT_PARSER = "deployed"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one parser does at each rule where the parsers differ (docs/callsite.md, "Conformance")."""
+
+    #: label sites: the first word of the reply is the label (else the whole reply)
+    first_word_label: bool
+    #: JSON sites and code: search the reply (whole, fence lines dropped, outermost span), else the whole
+    #: reply or one surrounding fence
+    lenient_text: bool
+    #: actuator ``service_data``: "keys" (only the gold's keys), "object" (the whole object, when the gold
+    #: has one), "exact" (the whole object, absent = ``{}``)
+    service_data: Literal["keys", "object", "exact"]
+    #: actuator: a call may carry keys beyond domain, service, entity_id and service_data
+    extra_call_keys: bool
+    #: actuator: every emitted call must match a gold call (else: same count and every gold call matched)
+    each_call_matched: bool
+    #: planner: an infeasible request (``refuse``) requires ``[]``, as seed 001 scores it (else graded as the
+    #: harness grades it: a non-empty plan of the allowed types that avoids ``must_not_contain``)
+    infeasible_is_refusal: bool
+    #: planner: steps need only a type, a name and a description (else kebab-case names, each type's fields,
+    #: schedules, registry entities and published topics)
+    light_plan_shape: bool
+    #: codegen: a module-level import fails only when it is not the standard library
+    stdlib_imports_allowed: bool
+    #: codegen: a required function whose body is only ``pass``, a docstring or ``...`` fails
+    stub_bodies_fail: bool
+    #: codegen: the whole run-time contract (entry points at module level with the framework's arity, every
+    #: awaited or unawaited API call, one-argument async callbacks, no ``while True`` in process(), the wider
+    #: list of model clients); else only the harness's structural findings
+    runtime_contract: bool
+    #: codegen: an unawaited ``agent.log(...)`` fails even where the task does not ask for logging (else only
+    #: where it does: the call is dropped with a RuntimeWarning and the agent runs on without that line)
+    unawaited_log_fails: bool
+
+
+READINGS: dict[str, Reading] = {
+    "deployed": Reading(first_word_label=True, lenient_text=True, service_data="keys", extra_call_keys=True,
+                        each_call_matched=True, infeasible_is_refusal=True, light_plan_shape=True,
+                        stdlib_imports_allowed=True, stub_bodies_fail=True, runtime_contract=True,
+                        unawaited_log_fails=False),
+    "strict": Reading(first_word_label=False, lenient_text=False, service_data="exact", extra_call_keys=False,
+                      each_call_matched=True, infeasible_is_refusal=True, light_plan_shape=False,
+                      stdlib_imports_allowed=False, stub_bodies_fail=False, runtime_contract=True,
+                      unawaited_log_fails=True),
+    "harness": Reading(first_word_label=True, lenient_text=True, service_data="object", extra_call_keys=True,
+                       each_call_matched=False, infeasible_is_refusal=False, light_plan_shape=True,
+                       stdlib_imports_allowed=True, stub_bodies_fail=True, runtime_contract=False,
+                       unawaited_log_fails=False),
+}
+
+
+def reading(parser: str) -> Reading:
+    """The rules of a parser by name (KeyError for an unknown one: the schema admits only :data:`PARSERS`)."""
+    return READINGS[parser]
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
 #: what the deployed router strips from the first word (the authors' harness: punctuation and quotes)
 _WORD_STRIP = ".,:;!\"'"
@@ -49,7 +115,7 @@ def strict_label(text: str) -> str:
 
 
 def read_label(text: str, parser: str) -> str:
-    return first_word(text) if parser == "deployed" else strict_label(text)
+    return first_word(text) if reading(parser).first_word_label else strict_label(text)
 
 
 def _short(text: str, n: int = 80) -> str:
@@ -79,8 +145,8 @@ def find_json(text: str) -> Any:
 
 
 def read_json_array(text: str, parser: str) -> tuple[list[Any] | None, str]:
-    """(the array, "") or (None, why not): the deployed parser searches, the strict one does not."""
-    if parser == "deployed":
+    """(the array, "") or (None, why not): the deployed and harness parsers search, the strict one does not."""
+    if reading(parser).lenient_text:
         value = find_json(text)
         if value is None:
             return None, f"no JSON array found: {_short(text or '(empty)')}"
@@ -95,5 +161,5 @@ def read_json_array(text: str, parser: str) -> tuple[list[Any] | None, str]:
 
 
 def read_code(text: str, parser: str) -> str:
-    """Python source: fence lines dropped (deployed), or one closed surrounding fence removed (strict)."""
-    return drop_fence_lines(text) if parser == "deployed" else unfence(text)
+    """Python source: fence lines dropped (deployed, harness), or one closed surrounding fence removed (strict)."""
+    return drop_fence_lines(text) if reading(parser).lenient_text else unfence(text)

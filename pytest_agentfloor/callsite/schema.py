@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Site = Literal["intent", "action_label", "actuator", "planner", "codegen"]
+#: how a deployment reads a call site's reply (callsite/parsers.py, docs/callsite.md "Output parsers")
+ParserName = Literal["deployed", "strict", "harness"]
 CROSS_SITE: tuple[str, ...] = ("control", "flip", "nearmiss", "refusal", "same")
 NAMING: tuple[str, ...] = ("name", "location", "name_location", "attribute", "switch", "multi", "refusal")
 AGENT_FUNCTIONS: dict[str, int] = {"setup": 1, "process": 1, "handle_task": 2, "cleanup": 1}
@@ -88,9 +90,9 @@ class Installation(_Strict):
 class Action(_Strict):
     """One gold service call. ``entity_id_any``: one device registered under several ids, any is right.
 
-    ``service_data`` absent: the deployed parser leaves it unconstrained, the strict one requires none.
-    Given: the deployed parser checks only its keys, the strict one the whole object; with
-    ``service_data_exact`` both compare the whole object (``{}`` then means "no service data").
+    ``service_data`` absent: the deployed and harness parsers leave it unconstrained, the strict one
+    requires none. Given: the deployed parser checks only its keys, the strict and harness ones the whole
+    object; with ``service_data_exact`` all compare the whole object (``{}`` then means "no service data").
     """
 
     domain: str
@@ -128,7 +130,13 @@ Token = str | list[str]
 
 
 class PlannerGold(_Strict):
-    refuse: bool = Field(False, description="the site cannot support the pipeline: the plan must be []")
+    """What a plan must do. ``refuse``: an infeasible request, whose plan must be ``[]`` (seed 001). With it,
+    ``allowed_types``, ``must_contain`` and ``must_not_contain`` may still be given: they are the plan the
+    authors' harness passes on such a case (the ``harness`` parser grades by them; the others ignore them).
+    """
+
+    refuse: bool = Field(False, description="the site cannot support the pipeline: the plan must be [] "
+                                            "(the harness parser: a plan of allowed_types avoiding must_not_contain)")
     entities: list[str] = Field(default_factory=list, description="entity ids the plan must use")
     allowed_types: list[str] | None = Field(None, description="step types the plan may use (default: all three)")
     must_contain: list[Token] = Field(default_factory=list,
@@ -141,6 +149,16 @@ class PlannerGold(_Strict):
     forbid_types: list[str] = Field(default_factory=list, description="step types the plan must not contain")
     schedule: dict[str, Any] | None = Field(None, description="fields a scheduled step's schedule must carry")
     max_steps: int | None = None
+
+    @model_validator(mode="after")
+    def _refusal_keys(self) -> "PlannerGold":
+        if self.refuse:
+            extra = [k for k in ("entities", "delegates", "topics", "types", "forbid_types", "schedule", "max_steps")
+                     if getattr(self, k)]
+            if extra:
+                raise ValueError(f"refuse = true takes only allowed_types, must_contain and must_not_contain "
+                                 f"(what the harness parser checks); got {', '.join(extra)}")
+        return self
 
 
 class CodegenGold(_Strict):
@@ -205,7 +223,7 @@ class SiteTable(_Strict):
     system_prompt: str
     labels: list[str] = Field(default_factory=list, description="label graders: the valid labels")
     max_tokens: int | None = Field(None, gt=0, description="completion cap of this call (intent: 10)")
-    parser: Literal["deployed", "strict"] | None = Field(
+    parser: ParserName | None = Field(
         None, description="how the deployment reads the reply; unset: --agentfloor-callsite-parser, else deployed")
     installation: str | None = Field(None, description="default installation of the cases")
     installations_dir: str = Field("installations", description="where installation files live, relative")
@@ -257,7 +275,7 @@ class CallSiteCase(BaseModel):
     context: str = Field("", description="appended to the user turn at call time (registry, agents)")
     labels: tuple[str, ...] = ()
     max_tokens: int | None = None
-    parser: Literal["deployed", "strict"] | None = Field(None, description="None: the session's default (deployed)")
+    parser: ParserName | None = Field(None, description="None: the session's default (deployed)")
     installation: Installation | None = None
     naming: str | None = None
     label: str | None = None

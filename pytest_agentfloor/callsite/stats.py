@@ -118,7 +118,7 @@ class CallSiteSummary:
     tests: list[SiteTest]
     actuation: list[Actuation]
     routing: list[Route]
-    groups: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)  # site/group -> model -> acc
+    groups: dict[str, dict[str, float | None]] = field(default_factory=dict)  # site/group -> model -> acc
     warnings: tuple[str, ...] = ()
     verdict: str = "raw"  # which McNemar p decides "differs": "raw" (exact) or "holm" (adjusted)
 
@@ -241,16 +241,16 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
             model_cost[m] += cost
     for s in sites:
         for m in models:
-            k, n, toks, cost = cells[(s, m)]
+            k, n, mean_tokens, cost = cells[(s, m)]
             if n_records.get((s, m), 0) == 0:
                 continue
             lo, hi = wilson(k, n, alpha)
             accuracy[s][m] = SiteAccuracy(
                 site=s, model=m, n_cases=n, n_records=n_records[(s, m)], n_infra=infra.get((s, m), 0), passed=k,
-                accuracy=(k / n if n else None), ci_low=lo, ci_high=hi, mean_tokens_in=toks, cost_usd=cost,
+                accuracy=(k / n if n else None), ci_low=lo, ci_high=hi, mean_tokens_in=mean_tokens, cost_usd=cost,
                 spend_share=(cost / model_cost[m] if model_cost[m] > 0 else None))
 
-    groups: dict[str, dict[str, dict[str, float | None]]] = {}
+    groups: dict[str, dict[str, float | None]] = {}
     for (s, m), by_case in scored.items():
         per_group: dict[str, list[float]] = defaultdict(list)
         for task, rs in by_case.items():

@@ -95,7 +95,8 @@ def record_headline(record: dict[str, Any]) -> str:
     if record.get("infra_error"):
         return safe_text(f"infrastructure error: {cut(record.get('error') or 'endpoint failed', 100)}",
                          multiline=False)
-    traj = record.get("trajectory") if isinstance(record.get("trajectory"), dict) else {}
+    raw_traj = record.get("trajectory")
+    traj: dict[str, Any] = raw_traj if isinstance(raw_traj, dict) else {}
     calls = [c for t in traj.get("turns") or [] if isinstance(t, dict) for c in t.get("calls") or []
              if isinstance(c, dict)]
     verdicts = record.get("verdicts")
@@ -107,7 +108,8 @@ def record_headline(record: dict[str, Any]) -> str:
             v = failed[0]
             first_text = f"{v.get('code')}: expected {v.get('expected', '')}; observed {v.get('observed', '')}"
     else:
-        obl = record.get("obligations") if isinstance(record.get("obligations"), dict) else {}
+        raw_obl = record.get("obligations")
+        obl: dict[str, Any] = raw_obl if isinstance(raw_obl, dict) else {}
         unmet = [k for k, ok in obl.items() if not ok]
     if not unmet and record.get("first_unmet"):
         unmet = [str(record["first_unmet"])]

@@ -57,7 +57,7 @@ def step_turns(case: ResolvedCase, traj: Trajectory) -> dict[str, int | None]:
             if any(d is None for d in deps):
                 done[step.id] = None
             else:
-                floor = max(deps, default=-1)
+                floor = max((d for d in deps if d is not None), default=-1)  # none is None here
                 done[step.id] = next((c.turn for c in calls if c.name in step.tools and c.turn > floor
                                       and subset(step.args, c.arguments)), None)
             pending.remove(step)

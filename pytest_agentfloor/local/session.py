@@ -2,7 +2,7 @@
 
 Controller, at session start (before xdist starts its workers)::
 
-    servers = start_local_servers(settings.selected, settings.report_dir)
+    servers = start_local_servers(options.selected, options.report_dir)
 
 starts one `LocalServer` per distinct local model that has no `base_url` and no URL in the
 environment yet, logging to ``<report_dir>/local-server.log`` (``local-server-<model>.log`` when

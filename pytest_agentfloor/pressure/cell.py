@@ -1,4 +1,7 @@
-"""One pressure cell as data: what the episode loop needs to show a menu and deliver results."""
+"""One pressure cell as data: what the episode loop needs to show a menu and deliver results.
+
+A `PressureCell` is the pressure kind's `kindspec.EpisodePressure`: the episode loop and the case
+schema read it through that protocol and import nothing of this package."""
 
 from __future__ import annotations
 
@@ -29,6 +32,32 @@ class PressureCell(BaseModel):
             parts.append(self.workflow)
         parts.append(self.encoding)
         return "-".join(parts)
+
+    def distractor_names(self) -> tuple[str, ...]:
+        return tuple(n for n in self.menu if n not in self.offered)
+
+    def menu_schemas(self) -> list[dict[str, Any]]:
+        from .menu import full_menu
+
+        return full_menu(self)
+
+    def narrowed_menu(self) -> list[dict[str, Any]] | None:
+        """The routed lane narrows the menu to the operational tools; the fixed lane never does."""
+        if self.lane != "routed":
+            return None
+        from .menu import operational_menu
+
+        return operational_menu(self)
+
+    def deliver(self, result: dict[str, Any]) -> str:
+        from .encoding import deliver
+
+        return deliver(result, self.encoding)
+
+    def distractor_result(self, name: str) -> dict[str, Any]:
+        from .catalogue import distractor_result
+
+        return distractor_result(name)
 
     def facets(self) -> dict[str, Any]:
         return {"family": self.family, "intent": self.intent, "V": self.size, "W": self.workflow,

@@ -72,7 +72,9 @@ def base_case(family: Family, workflow: str, content_hash: str) -> ResolvedCase:
 def link(case: ResolvedCase) -> ResolvedCase:
     """The linked encoding: each nested object becomes a record of its own, left behind as
     ``{"$ref": id}``; every record the program reads must then be followed to its linked records."""
-    records, linked, split = [], [], {}
+    records: list[Record] = []
+    linked: list[Record] = []
+    split: dict[str, list[str]] = {}
     for r in case.fixtures.records:
         fields = {}
         for k, v in r.fields.items():

@@ -78,6 +78,7 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.status = status
         self.out_of_time = False  # set when the episode's deadline, not the endpoint, ended the attempts
+        self.held: str | None = None  # the endpoint a Retry-After put on hold (hold_if_asked)
         super().__init__(f"{self.endpoint}: {self.cause}")
 
     def annotated(self, note: str) -> "ProviderError":
@@ -125,7 +126,8 @@ class Provider(Protocol):
     config: "ModelConfig"
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 case: "KindCase") -> Reply: ...
+                 case: "KindCase | None") -> Reply: ...
+    # case=None: a request outside an item (the session's probe, the judge)
     # the judge also passes json_reply=True (JSON mode where the API has one); openai, ollama and
     # local accept it
 
@@ -210,7 +212,7 @@ def with_retries(fn: Callable[[], T], *, retries: int, endpoint: str,
             sleep(delay)
             if exc.retry_after is not None:  # paused because the endpoint asked for it
                 note_waited(delay)
-                held = getattr(exc, "held", None)
+                held = getattr(exc, "held", None)  # a subclass may not run ProviderError.__init__
                 if held is not None:
                     shared_endpoint(held).waited_for()
             attempt += 1

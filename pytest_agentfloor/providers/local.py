@@ -44,7 +44,7 @@ class LocalProvider(OpenAIProvider):
         from ..local.model_files import spec_for
 
         self.local_config = config
-        url = config.base_url or url_for(config.name, os.environ)
+        url = config.single_url or url_for(config.name, os.environ)
         # Without a URL the provider still constructs, and every request fails at once with a
         # non-transient ProviderError: the episode then ends as an infrastructure error that
         # leaves its record, instead of the item erroring before it has a trajectory.

@@ -114,7 +114,7 @@ class OllamaProvider(FreshClientOnExpiry):
 
     def __init__(self, config: "ModelConfig"):
         self.config = config
-        self.host = config.base_url or DEFAULT_HOST
+        self.host = config.single_url or DEFAULT_HOST
         self.endpoint = redact_url(self.host)
         self.direct = is_loopback(self.host)
         #: options.num_ctx of the last request, and where it came from
@@ -242,9 +242,9 @@ class OllamaProvider(FreshClientOnExpiry):
         start = time.perf_counter()
         bound = request_bound(self.config.timeout_s)
         if bound <= 0:
-            error = self._error("no time left in the episode for a request", False)
-            error.out_of_time = True
-            raise error
+            late = self._error("no time left in the episode for a request", False)
+            late.out_of_time = True
+            raise late
         error: Exception | None = None
         try:
             with self._client_for_request() as (client, on_expire):

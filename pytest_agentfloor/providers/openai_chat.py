@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -94,7 +94,7 @@ class OpenAIProvider(FreshClientOnExpiry):
 
     def __init__(self, config: "ModelConfig"):
         self.config = config
-        self.base_url = config.base_url or DEFAULT_BASE_URL
+        self.base_url = config.single_url or DEFAULT_BASE_URL
         self.endpoint = redact_url(self.base_url)
         self._cap_field = "max_completion_tokens" if self.endpoint.startswith(DEFAULT_BASE_URL) else "max_tokens"
         self._secret = read_api_key(config.api_key_env, self.endpoint)
@@ -166,9 +166,9 @@ class OpenAIProvider(FreshClientOnExpiry):
         start = time.perf_counter()
         bound = request_bound(self.config.timeout_s)
         if bound <= 0:
-            error = self._error("no time left in the episode for a request", False)
-            error.out_of_time = True
-            raise error
+            late = self._error("no time left in the episode for a request", False)
+            late.out_of_time = True
+            raise late
         error: Exception | None = None
         try:
             with self._client_for_request() as (client, on_expire):
@@ -294,7 +294,7 @@ def _post_completion(client: "openai.OpenAI", request: dict[str, Any], timeout: 
     this process about a third of its CPU per request (0.5-2.7 ms, growing with the tools and turns). Auth, headers,
     timeouts, status errors and the response model are the client's own, as with `create`."""
     return client.post("/chat/completions", body=request, cast_to=ChatCompletion,
-                       options={"timeout": timeout, **_AUTH_OPTIONS})
+                       options=cast("openai.RequestOptions", {"timeout": timeout, **_AUTH_OPTIONS}))
 
 
 def _reasoning_tokens(usage: Any) -> int | None:

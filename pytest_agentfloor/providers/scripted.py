@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .base import Reply, ToolCallOut
@@ -46,7 +47,7 @@ def _call_turns(case: "ResolvedCase", *, with_submit: bool = True) -> list[list[
     return turns
 
 
-def _explore(case: "ResolvedCase", *, avoid: set[str] = frozenset()) -> Iterator[Call]:
+def _explore(case: "ResolvedCase", *, avoid: AbstractSet[str] = frozenset()) -> Iterator[Call]:
     """Distinct, valid calls to exposed tools (never a submission): busy work without progress."""
     tools = [t for t in case.tools if t != "submit_decision" and t not in avoid]
     fx = case.fixtures
@@ -190,8 +191,9 @@ class ScriptedProvider:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase") -> Reply:
         t = sum(1 for m in messages if m["role"] == "assistant")
-        if callable(getattr(type(case), "scripted_output", None)):  # a plug-in kind's case answers for itself
-            action: "list[Call] | str" = case.scripted_output(self.config.policy or "oracle")  # docs/kinds.md
+        own = getattr(case, "scripted_output", None) if callable(getattr(type(case), "scripted_output", None)) else None
+        if own is not None:  # a plug-in kind's case answers for itself (docs/kinds.md)
+            action: "list[Call] | str" = own(self.config.policy or "oracle")
         elif getattr(case, "kind", "episode") == "callsite":
             from ..callsite.policies import callsite_output
 

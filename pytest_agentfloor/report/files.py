@@ -272,6 +272,9 @@ def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
         state = "complete" if run and run.get("complete") else "partial"
         html = html.replace("</header>\n", f'</header>\n<p class="run {state}"><strong>Run:</strong> '
                             f"{escape(line)}</p>\n", 1)
+    from .html import toc_html
+
+    html = toc_html(html)
     return {
         "summary.json": json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n",
         "tcr.csv": tcr_csv(summary),

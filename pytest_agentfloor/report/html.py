@@ -61,6 +61,10 @@ td.no span { background: var(--soft); color: var(--muted); }
 .pair > div { flex: 0 1 auto; max-width: 100%; }
 .pair p.note { max-width: 520px; }
 details { margin-top: 10px; } summary { cursor: pointer; color: var(--accent); }
+nav.toc { margin: 12px 0 0; font-size: 13px; } nav.toc ol { margin: 4px 0 0; padding: 0; list-style: none;
+  display: flex; flex-wrap: wrap; gap: 2px 16px; }
+nav.toc a { color: var(--accent); text-decoration: none; } nav.toc a:hover { text-decoration: underline; }
+section { scroll-margin-top: 8px; }
 """.replace("FONT", FONT)
 
 # YlGnBu-like sequential scale for TCR 0..1
@@ -110,6 +114,36 @@ def viewer_link(**filters: str | None) -> str:
 
     return escape("viewer.html#" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in filters.items() if v),
                   quote=True)
+
+
+def paired_links(summary: Summary, table: TextTable) -> list[str]:
+    """Per row of the paired table (model, tier): links to its pairs side by side in the viewer."""
+    ref = summary.paired.reference
+    by_label = {scope_label(sc): sc for sc in summary.scopes}
+    out = []
+    for row in table.rows:
+        m, sc = row[0], by_label.get(row[1], row[1])
+        tier = None if sc == OVERALL else sc
+        if row[2] == "0" or not ref:
+            out.append("")
+            continue
+        out.append(f'<a href="{viewer_link(model=m, tier=tier, vs=ref)}">side by side</a> · '
+                   f'<a href="{viewer_link(model=m, tier=tier, vs=ref, differ=ref)}">discordant</a>')
+    return out
+
+
+def toc_html(page: str) -> str:
+    """A table of contents before the first section: every <section id> with its <h2>, in page order."""
+    import re
+
+    found = re.findall(r'<section id="([^"]+)"><h2>(.*?)</h2>', page)
+    if not found:
+        return page
+    nav = ('<nav class="toc" aria-label="contents"><strong>Contents</strong><ol>'
+           + "".join(f'<li><a href="#{sid}">{title}</a></li>' for sid, title in found)
+           + '<li><a href="viewer.html">Transcripts (viewer.html)</a></li></ol></nav>\n')
+    at = page.index('<section id="')
+    return page[:at] + nav + page[at:]
 
 
 def heatmap_svg(summary: Summary) -> str:
@@ -198,7 +232,7 @@ def _place_labels(points: Sequence[tuple[float, float, str, bool]], bounds: Box,
     """
     x_min, y_min, x_max, y_max = bounds
     boxes: list[Box] = [(px - 7, py - 7, px + 7, py + 7) for px, py, _, _ in points] + list(obstacles)
-    placed = []
+    placed: list[Box] = []
     order = sorted(range(len(points)), key=lambda i: (not points[i][3], points[i][1], points[i][0]))
     result: dict[int, tuple[float, float, str, str, bool]] = {}
     for i in order:
@@ -234,12 +268,12 @@ def scatter_svg(summary: Summary) -> tuple[str, list[str]]:
     notes: list[str] = []
     pts = []
     for m in summary.model_order:
-        c = summary.cost[m][OVERALL]
+        cost = summary.cost[m][OVERALL]
         e = summary.tcr[m][OVERALL]
-        if c.cost_per_run is None or e.tcr is None:
+        if cost.cost_per_run is None or e.tcr is None:
             notes.append(f"{m} is not plotted: cost unknown (no price and no size) or no scored run.")
             continue
-        pts.append((m, c.cost_per_run, e.tcr, e.ci_low, e.ci_high))
+        pts.append((m, cost.cost_per_run, e.tcr, e.ci_low, e.ci_high))
     front = [m for m in summary.pareto.get(OVERALL, []) if any(p[0] == m for p in pts)]
     W, H = 860, 470
     L, R, T, B = 72, 170, 24, 58
@@ -343,11 +377,11 @@ def scatter_svg(summary: Summary) -> tuple[str, list[str]]:
         if lo is not None and hi is not None:
             obstacles.append((sx(c) - 4, sy(hi), sx(c) + 4, sy(lo)))
     # models drawn at the same spot share one label
-    spots: dict[tuple[float, float], list[str]] = {}
+    sharing: dict[tuple[float, float], list[str]] = {}
     for m, c, t, _, _ in pts:
-        spots.setdefault((round(sx(c)), round(sy(t))), []).append(m)
+        sharing.setdefault((round(sx(c)), round(sy(t))), []).append(m)
     labels = _place_labels([(float(x), float(y), ", ".join(ms), any(m in front for m in ms))
-                            for (x, y), ms in spots.items()],
+                            for (x, y), ms in sharing.items()],
                            (L + 2, T + 2, L + pw + R - 8, T + ph - 2), obstacles=obstacles)
     for x, y, anchor, text, bold in labels:
         style = ' font-weight="700" fill="#0a3069"' if bold else ' fill="#1f2328"'
@@ -421,12 +455,14 @@ def failure_stack_svg(summary: Summary) -> str:
 
 
 # -- tables -----------------------------------------------------------------------------------
-def html_table(t: TextTable, *, title: str | None = None) -> str:
+def html_table(t: TextTable, *, title: str | None = None, links: Sequence[str] | None = None,
+               links_header: str = "runs") -> str:
+    """The table as HTML; ``links`` (one HTML cell body per row, already escaped) adds a last column."""
     out = ['<div class="scroll"><table>']
     if title:
         out.append(f"<caption>{escape(title)}</caption>")
     out.append("<thead><tr>" + "".join(f'<th class="{a}">{escape(h)}</th>' for h, a in zip(t.headers, t.align))
-               + "</tr></thead><tbody>")
+               + (f'<th class="l">{escape(links_header)}</th>' if links is not None else "") + "</tr></thead><tbody>")
     ends = set(t.sections)
     for i, (row, cls) in enumerate(zip(t.rows, t.classes)):
         tr = '<tr class="end">' if i in ends and i != len(t.rows) - 1 else "<tr>"
@@ -437,6 +473,8 @@ def html_table(t: TextTable, *, title: str | None = None) -> str:
             if set(c.split()) & {"yes", "raw", "no"}:
                 body = f"<span>{body}</span>"
             cells.append(f'<td class="{klass}">{body}</td>')
+        if links is not None:
+            cells.append(f'<td class="l">{links[i] if i < len(links) else ""}</td>')
         out.append(tr + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     out += [f'<p class="note">{escape(n)}</p>' for n in t.notes]
@@ -472,8 +510,13 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
 
     scatter, notes = scatter_svg(summary)
     front = summary.pareto.get(OVERALL) or []
+    chart = f'<div class="chart">{scatter}</div>'
+    if not any(summary.cost[m][OVERALL].cost_per_run for m in summary.model_order):
+        # nothing to plot (no model has a price, or every one costs $0): a chart would be empty
+        chart, notes = ('<p class="note">No cost chart: no model has a known cost above $0 per run (no pricing '
+                        'configured). The table below gives TCR and what is known of cost.</p>'), []
     parts.append(_section(
-        "cost", "Cost vs TCR (all tiers)", f'<div class="chart">{scatter}</div>',
+        "cost", "Cost vs TCR (all tiers)", chart,
         f'<p class="note">Pareto front (cheaper or better than every other model): '
         f'{escape(" → ".join(front) if front else DASH)}.</p>',
         *[f'<p class="note">{escape(n)}</p>' for n in notes],
@@ -483,7 +526,10 @@ def render_html(summary: Summary, meta: Mapping[str, Mapping[str, Any]]) -> str:
 
     paired = paired_table(summary)
     if paired is not None:
-        parts.append(_section("paired", paired.title, html_table(paired)))
+        parts.append(_section("paired", paired.title, html_table(paired, links=paired_links(summary, paired)),
+                              '<p class="note">runs: each pair side by side in the transcript viewer, the '
+                              "model's run beside the reference's on the same item, aligned turn by turn; "
+                              "discordant: only the items where one passed and the other failed.</p>"))
     else:
         parts.append(_section("paired", "Paired comparison",
                               f'<p class="note">Not computed: {escape(str(summary.paired.reason))}.</p>'))

@@ -134,9 +134,8 @@ def tcr_matrix_table(summary: Summary) -> TextTable:
     scopes = list(summary.scopes)
     t = TextTable("tcr_matrix", "Task completion rate with 95% CI",
                   ["model", "params", *[scope_label(s) for s in scopes]], "ll" + "r" * len(scopes))
-    best = {sc: max((summary.tcr[m][sc].tcr for m in summary.model_order
-                     if summary.tcr[m][sc].tcr is not None and not summary.tcr[m][sc].unreliable),
-                    default=None) for sc in scopes}
+    best = {sc: max((e.tcr for e in (summary.tcr[m][sc] for m in summary.model_order)
+                     if e.tcr is not None and not e.unreliable), default=None) for sc in scopes}
     flagged = False
     for m in summary.model_order:
         cells, cls = [m, params(summary.models[m].params_b)], ["", ""]

@@ -16,7 +16,7 @@ import io
 from dataclasses import replace
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from rich import box
 from rich.console import Console
@@ -57,7 +57,7 @@ def rich_table(t: TextTable, *, title: str | None = None, table_box: box.Box = b
                   show_edge=table_box is not box.SIMPLE_HEAD)
     for i in keep:
         a = t.align[i]
-        justify = "left" if a == "l" else "right" if a == "r" else "center"
+        justify: Literal["left", "right", "center"] = "left" if a == "l" else "right" if a == "r" else "center"
         longest = max([len(t.headers[i]), *(len(r[i]) for r in t.rows)])
         if t.headers[i] in wrapping:
             table.add_column(t.headers[i], justify=justify, overflow="fold")

@@ -5,8 +5,10 @@ type="application/json">`` blocks, an index (what the filters and the list need,
 load) and the transcripts (parsed when the first run is opened), so a 12,750-run sweep opens and
 filters quickly. Repeated strings (system prompts, user prompts, tool results) are stored once.
 Model-controlled text only ever reaches the page through ``textContent`` (viewer.js), never as
-HTML. The URL hash holds the filters and the open run, so report.html links straight to the
-runs behind a cell.
+HTML. The URL hash holds the filters and the open run(s), so report.html links straight to the
+runs behind a cell. A run is named in a link by what it is (session, model, case, variant,
+instance, run; viewer.js ``refOf``), never by its row, so a link outlives a regenerated file;
+several runs named at once are shown side by side, aligned turn by turn.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ VIEWER_FILE = "viewer.html"
 #: index columns, in the order viewer.js reads them
 COLUMNS: tuple[str, ...] = ("source", "model", "tier", "task", "variant", "instance", "run", "outcome",
                             "failure_mode", "first_unmet", "terminal_flag", "termination", "turns", "calls",
-                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline")
+                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline", "case_hash")
 
 
 class _Strings:
@@ -74,7 +76,8 @@ def _messages_of(traj: dict[str, Any], role: str) -> str | None:
 
 
 def _detail(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
-    traj = record.get("trajectory") if isinstance(record.get("trajectory"), dict) else {}
+    raw_traj = record.get("trajectory")
+    traj: dict[str, Any] = raw_traj if isinstance(raw_traj, dict) else {}
     turns = []
     for t in traj.get("turns") or []:
         if not isinstance(t, dict):
@@ -91,7 +94,8 @@ def _detail(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
                       "lk": bool(t.get("leaked_call")), "k": calls})
     verdicts = record.get("verdicts")
     if not isinstance(verdicts, list):  # records written before verdicts were stored: pass/fail only
-        obl = record.get("obligations") if isinstance(record.get("obligations"), dict) else {}
+        raw_obl = record.get("obligations")
+        obl: dict[str, Any] = raw_obl if isinstance(raw_obl, dict) else {}
         verdicts = [{"code": k, "ok": bool(v)} for k, v in obl.items()]
     extra = {k: record[k] for k in ("judge", "kind", "facets", "protocol", "protocol_params", "capped")
              if record.get(k) is not None}
@@ -121,6 +125,7 @@ def build_data(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]]) -> tuple
                 _num(r.get("turns")), _num(r.get("calls")), _num(r.get("tokens_in")), _num(r.get("tokens_out")),
                 _num(r.get("latency_s"), 3), _num(r.get("cost_usd"), 8),
                 "" if outcome(r) == "pass" else headline(r),
+                str(r["case_hash"])[:12] if r.get("case_hash") else None,
             ])
             details.append(_detail(r, strings))
     index = {"columns": list(COLUMNS), "rows": rows, "sources": [label for label, _ in sources],
@@ -135,7 +140,7 @@ def _script_json(value: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def render_viewer(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]], title: str = "agentfloor runs") -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,20 +46,20 @@ def cloud_hourly(params_b: float | None) -> float | None:
 TOKEN_PRICES: tuple[str, ...] = ("input_per_mtok", "output_per_mtok")
 
 
-def _pricing(meta: Mapping[str, object] | None) -> Mapping[str, object]:
-    """A model's pricing table; anything else (absent, None, not a table) prices nothing."""
+def _pricing(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A model's pricing table (JSON values, from models.toml's public view); anything else (absent, None, not a table) prices nothing."""
     pricing = (meta or {}).get("pricing")
     return pricing if isinstance(pricing, Mapping) else {}
 
 
-def has_cost_basis(meta: Mapping[str, object] | None) -> bool:
+def has_cost_basis(meta: Mapping[str, Any] | None) -> bool:
     """Whether a model's metadata gives any way to cost a run: a token price, an hourly rate or a size."""
     pricing = _pricing(meta)
     return (meta or {}).get("params_b") is not None or any(
         pricing.get(k) is not None for k in (*TOKEN_PRICES, "hourly_usd"))
 
 
-def run_costs(table: RunTable, meta: Mapping[str, Mapping[str, object]]) -> dict[str, np.ndarray]:
+def run_costs(table: RunTable, meta: Mapping[str, Mapping[str, Any]]) -> dict[str, np.ndarray]:
     """Per-run cost in USD under each basis (NaN = unknown), from busy time, tokens and model metadata."""
     out = {b: np.full(table.n, np.nan) for b in COST_BASES}
     for mi, name in enumerate(table.model_names):
@@ -76,7 +77,7 @@ def run_costs(table: RunTable, meta: Mapping[str, Mapping[str, object]]) -> dict
         busy_h = np.where(np.isnan(busy), table.latency_s[sel], busy) / 3600.0
         hourly = pricing.get("hourly_usd")
         self_rate = float(hourly) if hourly is not None else (DEFAULT_SELF_HOSTED_HOURLY if pb is not None else None)
-        cloud = cloud_hourly(None if pb is None else float(pb))  # type: ignore[arg-type]
+        cloud = cloud_hourly(None if pb is None else float(pb))
         if self_rate is not None:
             out["self-hosted"][sel] = self_rate * busy_h
         if cloud is not None:

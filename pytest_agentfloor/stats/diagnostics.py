@@ -62,13 +62,14 @@ def compute_diagnostics(table: RunTable, records: Iterable[Mapping[str, Any]]) -
     n = table.n
     cols = {f: np.full(n, np.nan) for f in DIAG_FIELDS}
     for i in range(n):
-        r = keyed.get((table.model_names[table.model[i]], table.task_names[table.task[i]],
-                       table.variant_names[table.variant[i]], table.instance_names[table.instance[i]],
-                       table.run_values[table.run[i]]))
-        if r is None or any(not isinstance(r.get(f), (int, float)) or isinstance(r.get(f), bool) for f in DIAG_FIELDS):
+        rec = keyed.get((table.model_names[table.model[i]], table.task_names[table.task[i]],
+                         table.variant_names[table.variant[i]], table.instance_names[table.instance[i]],
+                         table.run_values[table.run[i]]))
+        if rec is None or any(not isinstance(rec.get(f), (int, float)) or isinstance(rec.get(f), bool)
+                              for f in DIAG_FIELDS):
             continue
         for f in DIAG_FIELDS:
-            cols[f][i] = float(r[f])
+            cols[f][i] = float(rec[f])
     scopes = scopes_of(table)
     n_s = len(scopes)
     n_cells = n_s * len(table.model_names)

@@ -41,7 +41,7 @@ def z_of(tail: float) -> float:
     return float(-ndtri(tail))
 
 
-def wilson(k: np.ndarray | int, n: np.ndarray | int, tail: float) -> tuple[np.ndarray, np.ndarray]:
+def wilson(k: np.ndarray | float, n: np.ndarray | float, tail: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of ``k/n`` with ``tail`` in each tail (two-sided level ``1 - 2 tail``).
 
     Vectorised; NaN where ``n == 0``.
@@ -73,7 +73,7 @@ def _tango_z(b: np.ndarray, c: np.ndarray, n: np.ndarray, d0: np.ndarray) -> np.
     return z
 
 
-def tango(b: np.ndarray | int, c: np.ndarray | int, n: np.ndarray | int,
+def tango(b: np.ndarray | float, c: np.ndarray | float, n: np.ndarray | float,
           tail: float) -> tuple[np.ndarray, np.ndarray]:
     """Tango's score interval for a paired difference, as fractions in [-1, 1]; NaN where ``n == 0``.
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.stats import binomtest
@@ -277,6 +278,10 @@ def paired_compare(pass_model: np.ndarray, pass_ref: np.ndarray, unit: np.ndarra
                       decision=decision)
 
 
+def _nan_if_none(p: float | None) -> float:
+    return math.nan if p is None else p
+
+
 def apply_holm(tests: list[PairedTest], family: str, alpha: float) -> list[PairedTest]:
     """Holm-adjust the three p-value kinds across ``tests`` (tests without pairs are left out).
 
@@ -287,8 +292,8 @@ def apply_holm(tests: list[PairedTest], family: str, alpha: float) -> list[Paire
     out = list(tests)
     if not idx:
         return out
-    adj_ni = holm([tests[i].p_noninferiority for i in idx])
-    adj_eq = holm([tests[i].p_equivalence for i in idx])
+    adj_ni = holm([_nan_if_none(tests[i].p_noninferiority) for i in idx])  # a test with pairs has each p
+    adj_eq = holm([_nan_if_none(tests[i].p_equivalence) for i in idx])
     adj_mc = holm([tests[i].p_mcnemar for i in idx])
     for j, i in enumerate(idx):
         out[i] = replace(
@@ -306,7 +311,7 @@ def compare_to_reference(table: RunTable, reference: str | None, *, margin_pp: f
                          interval_method: str = "guarded", decision: str = "two-sided") -> PairedSection:
     """Paired tests of every non-reference model against ``reference`` on each tier and overall."""
     check_margin(margin_pp)
-    base = dict(reference=reference, margin_pp=float(margin_pp), alpha=float(alpha), cluster=cluster, n_boot=n_boot,
+    base: dict[str, Any] = dict(reference=reference, margin_pp=float(margin_pp), alpha=float(alpha), cluster=cluster, n_boot=n_boot,
                 interval_method=interval_method, decision=decision,
                 n_min_pairs=min_pairs_to_certify(margin_pp, decision_tail(alpha, decision), interval_method))
     if reference is None:

@@ -132,7 +132,7 @@ def contrasts(records: Iterable[Mapping[str, Any]], lane: str, *, n_boot: int = 
         if diffs:
             values = np.array([d[3] for d in diffs])
             for ci, col in zip(CLUSTERS, (1, 2, 0)):
-                est, lo, hi, p = cluster_bootstrap(values, [d[col] for d in diffs], n_boot=n_boot, seed=seed)
+                est, lo, hi, p = cluster_bootstrap(values, [str(d[col]) for d in diffs], n_boot=n_boot, seed=seed)
                 row.update({"pp": est, f"{ci}_lo": lo, f"{ci}_hi": hi, f"{ci}_p": p,
                             f"{ci}_clusters": len({d[col] for d in diffs})})
             by_intent: dict[str, list[float]] = defaultdict(list)

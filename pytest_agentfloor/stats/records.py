@@ -160,7 +160,7 @@ def build_table(records: Iterable[Mapping[str, Any]]) -> RunTable:
         if missing:
             raise ValueError(f"record {i} lacks required field(s) {missing}")
     fields = (*_REQUIRED, "infra_error", "failure_mode", "first_unmet", "terminal_flag", *_NUMERIC)
-    col = {k: [r.get(k) for r in recs] for k in fields}
+    col: dict[str, list[Any]] = {k: [r.get(k) for r in recs] for k in fields}
     warnings: list[str] = []
 
     tier_index = {t: i for i, t in enumerate(TIERS)}

@@ -38,7 +38,7 @@ def to_jsonable(obj: Any, ndigits: int = FLOAT_DECIMALS) -> Any:
     if isinstance(obj, (int, np.integer)):
         return int(obj)
     if isinstance(obj, (float, np.floating)):
-        return clean_float(obj, ndigits)
+        return clean_float(float(obj), ndigits)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = sorted(f.name for f in dataclasses.fields(obj))
         return {n: to_jsonable(getattr(obj, n), ndigits) for n in names}

@@ -14,7 +14,7 @@ from .loader import parse_case, resolve
 if TYPE_CHECKING:
     from ..config import ModelConfig
     from ..grading import Grade
-    from ..options import Settings
+    from ..options import Options
     from ..providers.base import Provider
     from ..trajectory import Trajectory
     from .schema import ResolvedCase
@@ -42,13 +42,13 @@ class EpisodeKind:
         return [Entry(case.id, content_hash, tuple((v, i) for v in variants for i in instances),
                       ("ladder", f"tier_{case.tier}"), _resolve)]
 
-    def play(self, settings: Settings, case: ResolvedCase, model: ModelConfig, provider: Provider,
+    def play(self, options: Options, case: ResolvedCase, model: ModelConfig, provider: Provider,
              run: int) -> Trajectory:
         from ..episode import run_episode
         from ..grading import remaining_steps
 
         return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
-                           protocol=settings.protocol, timeout_s=settings.episode_timeout,
+                           protocol=options.protocol, timeout_s=options.episode_timeout,
                            remaining_steps=remaining_steps)
 
     def grade(self, case: ResolvedCase, trajectory: Trajectory, hook: Any,

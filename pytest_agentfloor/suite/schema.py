@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..kindspec import EpisodePressure
 from .predicates import PREDICATE_ID, rubric_problems
-from ..pressure.cell import PressureCell
 
 TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
 TIER_TURN_BUDGET: dict[str, int] = {"A0": 1, "A": 2, "B": 4, "C": 6, "D": 8, "E": 10}
@@ -328,7 +328,7 @@ class Case(_Strict):
 class ResolvedCase(BaseModel):
     """One (case, prompt variant, instance) with every override applied: what an episode runs."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)  # `pressure`: a protocol
 
     id: str
     tier: str
@@ -350,7 +350,9 @@ class ResolvedCase(BaseModel):
     declared_forbidden: tuple[str, ...] | None = None
     repeat_threshold: int = 3
     kind: str = "episode"  # "pressure" for a compiled family cell
-    pressure: PressureCell | None = Field(None, description="menu, lane and encoding pressures (seed 002)")
+    #: a kind's own pressures (the pressure kind's cell: menu, lane, encoding; seed 002), read only
+    #: through the kindspec.EpisodePressure protocol
+    pressure: EpisodePressure | None = Field(None, description="menu, lane and encoding pressures (seed 002)")
 
     def facets(self) -> dict[str, Any] | None:
         return self.pressure.facets() if self.pressure is not None else None

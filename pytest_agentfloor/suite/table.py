@@ -68,7 +68,7 @@ def load_rows(cases_dir: Path) -> list[dict[str, Any]]:
             "instances": len(case.instances),
         })
     order = {t: i for i, t in enumerate(TIERS)}
-    rows.sort(key=lambda r: (order[r["tier"]], r["id"]))
+    rows.sort(key=lambda r: (order[str(r["tier"])], str(r["id"])))
     return rows
 
 

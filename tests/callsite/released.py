@@ -72,33 +72,34 @@ def agreement(parser: str) -> dict[str, tuple[int, int]]:
     return {s: (a, n) for s, (a, n) in tally.items()}
 
 
-def planner_cases() -> dict[str, CallSiteCase]:
+def planner_cases(parser: str = "deployed") -> dict[str, CallSiteCase]:
     """Their 50 planner cases (``benchmark/planner_grounded.jsonl``), keys only: the deployed parser reads no
     registry. A list key is shape only; a dict adds ``must_contain`` / ``must_not_contain`` (a nested list: any
-    one of); the ``infeasible`` sub-group is a refusal, as seed 001 scores it (our deliberate deviation 1)."""
+    one of); the ``infeasible`` sub-group is a refusal, as seed 001 scores it (our deliberate deviation 1), and
+    keeps its key's types and ``must_not_contain``, which the harness parser grades it by."""
     out = {}
     for k in load("slm_callsite_planner_keys.jsonl"):
         cid, exp = k["case_id"], k["expected"]
         group = cid.split("-")[1]
-        if group == "infeasible":
-            gold = PlannerGold(refuse=True)
-        elif isinstance(exp, list):
-            gold = PlannerGold(allowed_types=exp)
-        else:
-            gold = PlannerGold(allowed_types=exp["types"], must_contain=exp.get("must_contain", []),
-                               must_not_contain=exp.get("must_not_contain", []))
+        if isinstance(exp, list):
+            exp = {"types": exp}
+        gold = PlannerGold(refuse=group == "infeasible", allowed_types=exp["types"],
+                           must_contain=exp.get("must_contain", []), must_not_contain=exp.get("must_not_contain", []))
         out[cid] = CallSiteCase(id=cid, site="planner", grader="planner", group=group, system_prompt="", prompt="",
-                                reference="[]", content_hash="released", parser="deployed", installation=None,
+                                reference="[]", content_hash="released", parser=parser, installation=None,
                                 plan=gold)
     return out
 
 
-def planner_verdicts() -> list[tuple[str, str, bool, bool]]:
-    """(case id, model, their verdict, ours under the deployed parser) for every released planner record."""
-    cs = planner_cases()
-    recs = load("slm_callsite_planner_records.jsonl") + load("slm_callsite_planner_infeasible.jsonl")
+def planner_records() -> list[dict[str, Any]]:
+    return load("slm_callsite_planner_records.jsonl") + load("slm_callsite_planner_infeasible.jsonl")
+
+
+def planner_verdicts(parser: str = "deployed") -> list[tuple[str, str, bool, bool]]:
+    """(case id, model, their verdict, ours under the parser) for every released planner record."""
+    cs = planner_cases(parser)
     return [(r["case_id"], r["model"], r["passed"], GRADERS["planner"](cs[r["case_id"]], r["output"]).passed)
-            for r in recs]
+            for r in planner_records()]
 
 
 def codegen_cases(parser: str) -> dict[str, CallSiteCase]:

@@ -205,6 +205,8 @@ def _recorded_reply(pytester: pytest.Pytester) -> None:
     (("--agentfloor-callsite-parser", "strict"), "", False),          # the option, for tables naming none
     (("--agentfloor-callsite-parser", "deployed"), 'parser = "strict"', False),  # a table's own field wins
     ((), 'parser = "deployed"', True),
+    (("--agentfloor-callsite-parser", "harness"), "", True),         # the authors' harness: first word too
+    (("--agentfloor-callsite-parser", "strict"), 'parser = "harness"', True),
 ])
 def test_the_parser_option_and_the_table_field(pytester: pytest.Pytester, option: tuple, field: str,
                                                passed: bool) -> None:
@@ -222,7 +224,7 @@ def test_a_bad_parser_option_is_a_usage_error(pytester: pytest.Pytester) -> None
     (pytester.path / "cases" / "callsite" / "router.toml").write_text(ROUTER.format(parser=""))
     result = pytester.runpytest("cases/callsite", "--model", "oracle", "--agentfloor-callsite-parser", "lenient")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--agentfloor-callsite-parser: expected deployed or strict, got 'lenient'*"])
+    result.stderr.fnmatch_lines(["*--agentfloor-callsite-parser: expected one of deployed, strict, harness, got 'lenient'*"])
 
 
 def test_records_carry_the_parser_and_regrade_reads_replies_as_the_run_did(pytester: pytest.Pytester) -> None:

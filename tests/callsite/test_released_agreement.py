@@ -1,8 +1,10 @@
 """Our verdicts against the authors' on their released records (seed 001; issue 25's agreement target).
 
 On every record whose gold is recoverable, the default (deployed) parser agrees with the authors'
-harness on at least 98% of each site's records, and every remaining difference is one listed in
-docs/callsite.md ("Conformance"). The strict parser's lower agreement is the "before" figure.
+harness on at least 98% of the label and actuator records, and every remaining difference is one listed
+in docs/callsite.md ("Conformance"). The harness parser reproduces their harness: every planner and
+codegen verdict is theirs, and the only differences left are two intent records whose stored verdict
+their own data contradicts. The strict parser's lower agreement is the "before" figure.
 """
 
 from __future__ import annotations
@@ -54,6 +56,13 @@ def test_deployed_parser_agrees_with_the_authors_on_every_site() -> None:
     for site, (same, n) in agree.items():
         assert same / n >= 0.98, (site, same, n)
     differ = {(cid, model) for _, cid, model, theirs, ours in verdicts("deployed") if theirs != ours}
+    assert differ == set(DOCUMENTED)
+
+
+def test_harness_parser_differs_from_the_authors_only_where_their_data_contradicts_itself() -> None:
+    """Label and actuator sites: the harness parser reads as the deployed one, so the same two stale records."""
+    assert agreement("harness") == agreement("deployed")
+    differ = {(cid, model) for _, cid, model, theirs, ours in verdicts("harness") if theirs != ours}
     assert differ == set(DOCUMENTED)
 
 
@@ -109,15 +118,23 @@ def test_the_infeasible_planner_rule_follows_the_paper_not_the_harness() -> None
 
     recs = load("slm_callsite_planner_infeasible.jsonl")
     assert [r["passed"] for r in recs] == [False, True, True]
+    keys = {k["case_id"]: k["expected"] for k in load("slm_callsite_planner_keys.jsonl")}
     for r in recs:
+        gold = PlannerGold(refuse=True, allowed_types=keys[r["case_id"]]["types"],
+                           must_not_contain=keys[r["case_id"]]["must_not_contain"])
         case = CallSiteCase(id=r["case_id"], site="planner", grader="planner", group="infeasible", system_prompt="",
-                            prompt="", reference="[]", content_hash="released", plan=PlannerGold(refuse=True))
+                            prompt="", reference="[]", content_hash="released", plan=gold)
         out = grade_planner(case, r["output"])
         assert out.first_failed is not None and out.first_failed.code == "planner.refusal", r["case_id"]
-        assert grade_planner(case, "[]").passed  # their harness: False for any empty plan
+        assert grade_planner(case, "[]").passed
+        # the harness reading: their verdict, an empty plan failed
+        harness = case.model_copy(update={"parser": "harness"})
+        assert grade_planner(harness, r["output"]).passed is r["passed"], r["case_id"]
+        assert not grade_planner(harness, "[]").passed
 
 
 GEMMA26 = "openai:gemma4:26b"
+QWEN4 = "openai:qwen3.5:4b"
 #: (case, model): planner records on which our verdict differs from their harness's, and why. Each is deliberate
 #: deviation 1 (docs/callsite.md): a plan for a device the home does not have, which their harness passes
 #: because it only checks that the plan avoids the devices the home does have.
@@ -126,10 +143,16 @@ PLANNER_DEVIATIONS: dict[tuple[str, str], str] = {
     ("planner-infeasible-048", HAIKU): "locks a front-door lock the home does not have",
     ("planner-infeasible-047", GEMMA26): "climate.living_room_thermostat: not in the registry",
     ("planner-infeasible-048", GEMMA26): "lock.front_door: not in the registry",
+    ("planner-infeasible-049", HAIKU): "closes bedroom blinds the home does not have (a cover topic it invents)",
+    ("planner-infeasible-050", HAIKU): "starts a dishwasher the home does not have (a command topic it invents)",
+    ("planner-infeasible-046", QWEN4): "a kitchen light the home does not have: acts on the living-room status LED",
+    ("planner-infeasible-047", QWEN4): "a thermostat schedule for a home without a thermostat",
+    ("planner-infeasible-048", QWEN4): "a front-door lock schedule for a home without a lock",
+    ("planner-infeasible-049", QWEN4): "a bedroom-blinds schedule for a home without blinds",
 }
 
 
-def test_the_planner_fixture_is_their_keys_and_real_records_of_six_models() -> None:
+def test_the_planner_fixture_is_their_keys_and_real_records_of_seven_models() -> None:
     keys = load("slm_callsite_planner_keys.jsonl")
     assert len(keys) == 50 and all(k["source"] == "benchmark/planner_grounded.jsonl" for k in keys)
     groups = Counter(k["case_id"].split("-")[1] for k in keys)
@@ -137,10 +160,10 @@ def test_the_planner_fixture_is_their_keys_and_real_records_of_six_models() -> N
                       "create": 6, "infeasible": 5}
     recs = load("slm_callsite_planner_records.jsonl")
     assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b",
-                                          "openai:gemma4:e2b", "openai:qwen3.5:2b"}
-    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 50
+                                          "openai:gemma4:e2b", "openai:qwen3.5:2b", QWEN4}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) == 140
     assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
-    assert Counter(r["passed"] for r in recs)[False] >= 10  # the sample holds their failures, not only passes
+    assert Counter(r["passed"] for r in recs)[False] >= 30  # the sample holds their failures, not only passes
 
 
 def test_deployed_parser_agrees_with_the_authors_on_the_planner() -> None:
@@ -152,14 +175,24 @@ def test_deployed_parser_agrees_with_the_authors_on_the_planner() -> None:
     assert differ == set(PLANNER_DEVIATIONS)
     assert all(theirs and not ours for cid, m, theirs, ours in rows if (cid, m) in differ)
     outside = [(t, o) for cid, _, t, o in rows if "-infeasible-" not in cid]
-    assert len(outside) >= 50 and sum(t == o for t, o in outside) / len(outside) >= 0.98
+    assert len(outside) >= 50 and all(t == o for t, o in outside)
     same = sum(t == o for _, _, t, o in rows)
     print(f"planner: {same}/{len(rows)} agree ({len(outside)} outside the infeasible sub-group, all agree)")
 
 
+def test_harness_parser_agrees_with_the_authors_on_every_planner_record() -> None:
+    """The harness reading grades the infeasible cases as their harness does: deviation 1 disappears."""
+    from .released import planner_verdicts
+
+    rows = planner_verdicts("harness")
+    assert [(cid, m) for cid, m, theirs, ours in rows if theirs != ours] == []
+    assert {(cid, m) for cid, m, _, ours in rows if ours} >= set(PLANNER_DEVIATIONS)
+
+
 def test_released_planner_failures_fail_on_the_harness_rules() -> None:
     """What their harness fails we fail for the same kind of reason: an unparseable or truncated plan
-    (`planner.format`) or a missing/forbidden entity, topic or agent (`planner.requirements`)."""
+    (`planner.format`), an empty plan (`planner.refusal`) or a missing/forbidden entity, topic or agent
+    (`planner.requirements`)."""
     from .released import planner_cases
 
     cs = planner_cases()
@@ -168,7 +201,8 @@ def test_released_planner_failures_fail_on_the_harness_rules() -> None:
         if not r["passed"] and "-infeasible-" not in r["case_id"]:
             out = GRADERS_PLANNER(cs[r["case_id"]], r["output"])
             codes[out.first_failed.code] += 1
-    assert set(codes) == {"planner.format", "planner.requirements"}, codes
+    # planner.refusal: [] for a feasible request (Qwen3.5 4B twice), which their harness fails as an empty plan
+    assert set(codes) == {"planner.format", "planner.requirements", "planner.refusal"}, codes
     # the truncated E2B plan (800-token cap hit inside a code string) is unreadable, not a wrong plan
     e2b = next(r for r in load("slm_callsite_planner_records.jsonl")
                if r["model"] == "openai:gemma4:e2b" and r["case_id"] == "planner-reusetopic-022")
@@ -195,18 +229,22 @@ def test_either_id_of_the_double_registered_tv_resolves_the_planner_key() -> Non
 CODEGEN_DEVIATIONS: dict[tuple[str, str], str] = {
     ("dynamic-llm-042", "openai:gemma4:12b"): "subscribes handle_task(agent, payload): the framework calls a "
                                               "subscription callback with the payload alone (TypeError)",
+    ("dynamic-schema-046", HAIKU): "ends with a second, synchronous def setup(agent): the module keeps that one "
+                                   "and DynamicAgent awaits setup(agent) (TypeError: None is not awaitable)",
+    ("dynamic-subscribe-007", "openai:qwen3.5:4b"): "the task is to log the running total, and every agent.log(...) "
+                                                    "is left unawaited: the coroutine is dropped, nothing is logged",
 }
 
 
-def test_the_codegen_fixture_is_their_keys_and_real_records_of_four_models() -> None:
+def test_the_codegen_fixture_is_their_keys_and_real_records_of_five_models() -> None:
     keys = load("slm_callsite_codegen_keys.jsonl")
     assert len(keys) == 50 and all(k["source"] == "waldiez/wactorz eval/dynamic_strict.jsonl" for k in keys)
     assert Counter(k["case_id"].split("-")[1] for k in keys) == {
         "subscribe": 7, "publish": 5, "task": 6, "state": 5, "window": 4, "oneshot": 3, "cleanup": 3, "contract": 3,
         "blocking": 4, "llm": 3, "schema": 4, "poll": 3}
     recs = load("slm_callsite_codegen_records.jsonl")
-    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b"}
-    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) >= 30
+    assert {r["model"] for r in recs} == {HAIKU, GEMMA26, "anthropic:claude-sonnet-5", "openai:gemma4:12b", QWEN4}
+    assert len({(r["model"], r["case_id"]) for r in recs}) == len(recs) == 73
     assert {r["case_id"] for r in recs} <= {k["case_id"] for k in keys}
 
 
@@ -223,6 +261,15 @@ def test_deployed_parser_agrees_with_the_authors_on_codegen() -> None:
     print(f"codegen: {len(rows) - len(differ)}/{len(rows)} agree")
 
 
+def test_harness_parser_agrees_with_the_authors_on_every_codegen_record() -> None:
+    """Only their structural findings: deviation 2 disappears, and nothing else changes."""
+    from .released import codegen_verdicts
+
+    rows = codegen_verdicts("harness")
+    assert [(cid, m) for cid, m, theirs, ours in rows if theirs != ours] == []
+    assert sum(not theirs for _, _, theirs, _ in rows) >= 4  # it agrees on failures too, not only on passes
+
+
 def test_strict_codegen_parser_is_the_before_figure() -> None:
     """The strict parser fails working agents that import the standard library at module level (issue 25, 7)."""
     from .released import codegen_cases, codegen_verdicts
@@ -230,6 +277,7 @@ def test_strict_codegen_parser_is_the_before_figure() -> None:
     rows = codegen_verdicts("strict")
     one_way = {(t, o) for cid, m, t, o in rows if t != o and (cid, m) not in CODEGEN_DEVIATIONS}
     assert one_way == {(True, False)}
+    assert all(theirs and not ours for cid, m, theirs, ours in rows if (cid, m) in CODEGEN_DEVIATIONS)
     assert sum(t == o for _, _, t, o in rows) < sum(t == o for _, _, t, o in codegen_verdicts("deployed"))
     cs = codegen_cases("strict")
     stdlib_first = [r for r in load("slm_callsite_codegen_records.jsonl")
@@ -247,6 +295,11 @@ def test_a_redefined_entry_point_is_read_as_python_runs_it() -> None:
 
     cs = codegen_cases("deployed")
     for r in load("slm_callsite_codegen_records.jsonl"):
-        if r["case_id"] in ("dynamic-schema-045", "dynamic-schema-046"):
+        if r["model"] == GEMMA26 and r["case_id"] in ("dynamic-schema-045", "dynamic-schema-046"):
             assert r["output"].count("async def setup(agent)") == 2
             assert r["passed"] and GRADERS["codegen"](cs[r["case_id"]], r["output"]).passed
+    # Claude Haiku 4.5's schema-046 redefines it as a plain def: the agent the module keeps cannot start
+    haiku = next(r for r in load("slm_callsite_codegen_records.jsonl")
+                 if r["model"] == HAIKU and r["case_id"] == "dynamic-schema-046")
+    out = GRADERS["codegen"](cs[haiku["case_id"]], haiku["output"])
+    assert out.first_failed is not None and out.first_failed.observed == "def setup (not async)"

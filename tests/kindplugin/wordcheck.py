@@ -50,7 +50,7 @@ class WordCheckKind:
             out.append(Entry(case.id, content_hash, (("v0", "i0"),), ("wordcheck",), lambda v, i, _c=case: _c))
         return out
 
-    def play(self, settings: Any, case: WordCase, model: Any, provider: Any, run: int) -> Trajectory:
+    def play(self, options: Any, case: WordCase, model: Any, provider: Any, run: int) -> Trajectory:
         messages = [{"role": "user", "content": case.prompt}]
         traj = Trajectory(case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
                           model=model.name, tools=[], messages=messages, turn_budget=1, call_limit=0)

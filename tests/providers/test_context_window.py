@@ -98,22 +98,22 @@ def test_num_ctx_sized_from_api_show_and_bounded(server: FakeModelServer, case_e
     server.responder = growing(100, 900)
     provider = ollama(server, max_tokens=1024)
     traj = run_episode(case_e1, provider, model="m")
-    # 13-turn episode (agentfloor protocol, tier E's longest budget) with a 1024-token cap: 1536 + 4992 + 1024
-    # = 7552 -> 8192, under the default bound and the model's maximum
-    assert {r["options"]["num_ctx"] for r in server.requests} == {8192}
+    # 12-turn episode (agentfloor protocol, tier E's longest budget) with a 1024-token cap: 1536 + 4608 + 1024
+    # = 7168, under the default bound and the model's maximum
+    assert {r["options"]["num_ctx"] for r in server.requests} == {7168}
     assert server.show_requests == 1  # asked once per provider, not per request
-    assert traj.context_window == 8192 and "131072" in provider.context_source
+    assert traj.context_window == 7168 and "131072" in provider.context_source
 
 
 def test_num_ctx_never_above_the_models_maximum_or_the_users_bound(server: FakeModelServer) -> None:
     server.context_length = 4096
     p = ollama(server, max_tokens=1024)
     p.complete([{"role": "user", "content": "hi"}], [], case=None)
-    assert server.requests[-1]["options"]["num_ctx"] == 4096  # the model cannot do 8192
+    assert server.requests[-1]["options"]["num_ctx"] == 4096  # the model cannot do 7168
     server.context_length = None  # an older server without /api/show
     q = ollama(server, max_tokens=4000, context_window_max=6000)
     q.complete([{"role": "user", "content": "hi"}], [], case=None)
-    assert server.requests[-1]["options"]["num_ctx"] == 6000  # wants 9216, the user's bound says 6000
+    assert server.requests[-1]["options"]["num_ctx"] == 6000  # wants 10240, the user's bound says 6000
 
 
 @pytest.mark.parametrize("reported", [True, 1, 0, -5, 511, 4096.0, "8192", None])
@@ -123,7 +123,7 @@ def test_an_implausible_api_show_maximum_is_ignored_and_said(server: FakeModelSe
     p = ollama(server, max_tokens=1024)
     p.complete([{"role": "user", "content": "hi"}], [], case=None)
     num_ctx = server.requests[-1]["options"]["num_ctx"]
-    assert type(num_ctx) is int and num_ctx == 8192  # sized for the episodes, as without /api/show
+    assert type(num_ctx) is int and num_ctx == 7168  # sized for the episodes, as without /api/show
     if reported is None:  # no /api/show: nothing to say
         assert "ignored" not in p.context_source
     else:
@@ -228,27 +228,27 @@ def test_other_400s_are_not_context_overflows() -> None:
 # -- the embedded server's slots -----------------------------------------------------------------
 def test_slot_context_fits_the_longest_ladder_episode() -> None:
     local = ModelConfig(name="qwen", provider="local")
-    assert slot_context(QWEN_05B, [local]) == 8192  # 7552 -> 8192 needed with the default 1024-token cap (13 turns)
+    assert slot_context(QWEN_05B, [local]) == 8192  # the server's 8192 holds the 7168 needed with the default 1024-token cap (12 turns)
     big = ModelConfig(name="qwen", provider="local", max_tokens=2048, context_window=12288)
     assert slot_context(QWEN_05B, [local, big]) == 12288
     greedy = ModelConfig(name="q2", provider="local", max_tokens=4096)  # unset: sized up, not refused
-    assert slot_context(QWEN_05B, [greedy]) == 11264  # 1536 + 13 x 384 + 4096 = 10624 -> 11 x 1024
+    assert slot_context(QWEN_05B, [greedy]) == 10240  # 1536 + 12 x 384 + 4096 = 10240
     assert slot_context(QWEN_05B, [local], turns=20) == 10240  # tbb: 1536 + 7680 + 1024
 
 
 def test_a_slot_too_small_is_a_clear_start_up_error() -> None:
     small = ModelConfig(name="qwen", provider="local", context_window=4096)
-    with pytest.raises(LocalServerError, match=r"models\.qwen: .*4096 tokens per slot.*needs 8192.*context_window"):
+    with pytest.raises(LocalServerError, match=r"models\.qwen: .*4096 tokens per slot.*needs 7168.*context_window"):
         slot_context(QWEN_05B, [small])
     set_but_short = ModelConfig(name="q2", provider="local", max_tokens=4096, context_window=8192)
-    with pytest.raises(LocalServerError, match=r"max_tokens = 4096 \(needs 11264\)"):
+    with pytest.raises(LocalServerError, match=r"max_tokens = 4096 \(needs 10240\)"):
         slot_context(QWEN_05B, [set_but_short])
 
 
 def test_session_turns_follow_the_protocol() -> None:
-    assert session_turns(None) == 13 == session_turns(PROTOCOLS["agentfloor"]) == session_turns(PROTOCOLS["legacy"])
-    assert session_turns(PROTOCOLS["tbb"]) == LADDER_MAX_CALL_LIMIT + 2 == 20
-    assert session_turns(resolve_protocol("agentfloor", step_budget_scale=1.5)) == 20
+    assert session_turns(None) == 12 == session_turns(PROTOCOLS["agentfloor"]) == session_turns(PROTOCOLS["legacy"])
+    assert session_turns(PROTOCOLS["tbb"]) == LADDER_MAX_CALL_LIMIT + 2 == 18
+    assert session_turns(resolve_protocol("agentfloor", step_budget_scale=1.5)) == 18
 
 
 def test_the_ladder_constants_match_the_cases() -> None:
@@ -314,10 +314,10 @@ def test_the_probe_reports_the_context_window_in_force(pytester: pytest.Pytester
     server.responder = lambda body: reply(tool_calls=[("lookup_record", {"record_id": "CUS-4417"})])
     result = pytester.runpytest("cases/tier_A/A1.toml", "--model", "auto-ollama,fixed-openai", "--variants", "v0",
                                 "--instances", "i0")
-    # 1536 + 13 x 384 + 512 = 7040 -> 7168, under the 32768 bound and the model's 40960
+    # 1536 + 12 x 384 + 512 = 6656 -> 7168, under the 32768 bound and the model's 40960
     result.stdout.fnmatch_lines([
         "agentfloor: probe auto-ollama: tool_capable",
-        "agentfloor: probe auto-ollama: context window 7168 tokens (sized for 13-turn episodes, "
+        "agentfloor: probe auto-ollama: context window 7168 tokens (sized for 12-turn episodes, "
         "bound 32768, model maximum 40960)",
         "agentfloor: probe fixed-openai: tool_capable",
         "agentfloor: probe fixed-openai: context window set by the server",
@@ -347,5 +347,5 @@ def test_an_embedded_slot_too_small_stops_the_session_before_anything_runs(pytes
                                 "--instances", "i0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*local model server: models.tiny-local: a context of 2048 tokens per slot "
-                                 "cannot hold a 13-turn episode with max_tokens = 1024 (needs 8192)*"])
+                                 "cannot hold a 12-turn episode with max_tokens = 1024 (needs 7168)*"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()

@@ -1,7 +1,9 @@
 """Headless Chromium for the viewer's browser tests: the binary, a DOM dump, a screenshot.
 
 Debian's ``chromium`` (or ``chromium-headless-shell``) runs the page's script; ``--dump-dom``
-returns the DOM after it ran. Playwright, when installed, drives the same binary for clicks.
+returns the DOM after it ran. Playwright (the ``test`` extra) drives the same binary for clicks and
+keys through ``executable_path``; ``playwright install`` is never needed. Without either, a test
+skips, unless AGENTFLOOR_REQUIRE_BROWSER=1 (.ci/run), where it fails.
 """
 
 from __future__ import annotations
@@ -27,6 +29,23 @@ def chromium() -> str:
     if os.environ.get("AGENTFLOOR_REQUIRE_BROWSER", "").strip() == "1":
         pytest.fail(f"AGENTFLOOR_REQUIRE_BROWSER=1 but none of {', '.join(CANDIDATES)} is on PATH", pytrace=False)
     pytest.skip("no headless Chromium (apt-get install -y chromium)")
+
+
+def playwright_api():
+    """playwright.sync_api; without it the test is skipped, or fails where AGENTFLOOR_REQUIRE_BROWSER=1."""
+    try:
+        from playwright import sync_api
+    except ImportError:
+        if os.environ.get("AGENTFLOOR_REQUIRE_BROWSER", "").strip() == "1":
+            pytest.fail("AGENTFLOOR_REQUIRE_BROWSER=1 but playwright is not installed (pip install -e '.[test]')",
+                        pytrace=False)
+        pytest.skip("playwright is not installed (pip install -e '.[test]')")
+    return sync_api
+
+
+def launch(p):  # noqa: ANN001, ANN201 (playwright's own types)
+    """Debian's chromium through Playwright (never a browser of Playwright's own download)."""
+    return p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
 
 
 def _run(*extra: str, timeout: float) -> subprocess.CompletedProcess[str]:

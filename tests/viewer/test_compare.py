@@ -93,8 +93,10 @@ def test_paired_rows_and_changed_items(baseline: Path) -> None:
     assert int(a.group(8)) == 0 and int(a.group(9)) == round(n_a * (100 - float(a.group(3))) / 100)
     changed = int(re.search(r"outcome changed on (\d+) item", out.stdout).group(1))
     assert changed == int(rows["overall"].group(9))
-    assert re.search(r"broke A\d\[v\d-i0-r0\]  v\.html#source=[^&]+&model=fault-exhaust&item=A\d%2Fv\d%2Fi0%2Fr0",
-                     out.stdout)
+    # the link lists the item and opens the candidate's run beside the baseline's, both named (not row numbers)
+    link = re.search(r"broke (A\d)\[(v\d)-i0-r0\]  v\.html#item=A\d%2Fv\d%2Fi0%2Fr0&run=([^,\s]+)/fault-exhaust/"
+                     r"(A\d)/(v\d)/i0/r0,([^,\s]+)/oracle/A\d/v\d/i0/r0$", out.stdout, re.M)
+    assert link and link.group(1) == link.group(4) and link.group(2) == link.group(5), out.stdout
 
 
 def test_compare_usage_errors(tmp_path: Path) -> None:
@@ -108,3 +110,30 @@ def test_compare_usage_errors(tmp_path: Path) -> None:
     assert out.returncode == 2 and "no complete run records" in out.stderr and "no 'model' field" in out.stderr
     out = compare(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--gate-floor", "B=0.9")
     assert out.returncode == 2 and "expected TIER>=VALUE" in out.stderr
+
+
+@pytest.mark.slow
+def test_changed_item_link_opens_both_runs_side_by_side(baseline: Path) -> None:
+    """compare's link, followed in the browser: the item listed (a removable filter) and the candidate's run
+    beside the baseline's."""
+    from tests.viewer.browser import launch, playwright_api
+
+    sync_api = playwright_api()
+    if not (baseline / "worse" / "runs.jsonl").is_file():
+        run_session(baseline, "--model", "fault-exhaust", "--agentfloor-report-dir", "worse", *PAIRS)
+    out = compare(str(baseline / "base" / "runs.jsonl"), str(baseline / "worse" / "runs.jsonl"), "--viewer",
+                  "v.html", cwd=baseline)
+    fragment = re.search(r"broke \S+  v\.html(#\S+)", out.stdout).group(1)
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
+            page.goto((baseline / "v.html").as_uri() + fragment)
+            page.wait_for_selector("body[data-ready]")
+            assert page.locator("#chips .chip", has_text="item:").count() == 1
+            assert page.locator("#list tbody tr").count() == 2  # the item's two runs, one per session
+            heads = page.locator("table.sbs thead th").all_inner_texts()
+            assert len(heads) == 3 and heads[1].startswith("fault-exhaust") and heads[2].startswith("oracle")
+            assert "FAIL" in heads[1] and "PASS" in heads[2] and page.locator("#detail p.missing").count() == 0
+        finally:
+            browser.close()

@@ -15,7 +15,8 @@ from pytest_agentfloor.grading.headline import record_headline
 from pytest_agentfloor.report.viewer import build_data, render_viewer
 from pytest_agentfloor.results import read_records
 
-from tests.viewer.browser import dump_dom, screenshot
+from tests.viewer.bigfile import ref
+from tests.viewer.browser import dump_dom, launch, playwright_api, screenshot
 from tests.viewer.conftest import REPO
 
 HOSTILE = '</script><script>document.title="owned"</script><img src=x onerror="document.title=\'owned\'">'
@@ -23,6 +24,13 @@ HOSTILE = '</script><script>document.title="owned"</script><img src=x onerror="d
 
 def _records(stored: Path) -> list[dict]:
     return read_records(stored / "reports" / "runs.jsonl")[0]
+
+
+def _session(reports: Path) -> str:
+    """The session label the session's own viewer.html gives its runs (the one session under reports/)."""
+    from pytest_agentfloor.report.viewer import source_labels
+
+    return source_labels([next((reports / "sessions").glob("*/runs.jsonl"))])[0]
 
 
 def _view(*args: str) -> subprocess.CompletedProcess[str]:
@@ -111,7 +119,9 @@ def test_viewer_in_headless_chromium(stored: Path, tmp_path: Path) -> None:
     out = _view(str(path), "--out", str(tmp_path / "viewer.html"))
     assert out.returncode == 0, out.stderr
     n = sum(1 for _ in path.open()) - 1  # the hostile run is the last row
-    url = f"{(tmp_path / 'viewer.html').as_uri()}#model=fault-partial&tier=A&outcome=fail&run={n}"
+    hostile = read_records(path)[0][-1]
+    run = ref((hostile["model"], hostile["task"], hostile["variant"], hostile["instance"], hostile["run"]), tmp_path.name)
+    url = f"{(tmp_path / 'viewer.html').as_uri()}#model=fault-partial&tier=A&outcome=fail&run={run}"
     dom = dump_dom(url)
     (tmp_path / "dom.html").write_text(dom)
     assert re.search(r'<body[^>]* data-ready="\d+"', dom), dom[:2000]
@@ -131,13 +141,10 @@ def test_viewer_in_headless_chromium(stored: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_viewer_clicks_with_playwright(stored: Path, tmp_path: Path) -> None:
     """Real clicks: pick a filter, open a run from the list, read its transcript, go back via the hash."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from tests.viewer.browser import chromium
-
-    binary = chromium()
+    sync_api = playwright_api()
     page_file = stored / "reports" / "viewer.html"
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=binary, args=["--no-sandbox"])
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 900, "height": 900})
             requests: list[str] = []
@@ -176,7 +183,10 @@ def test_call_site_run_in_the_viewer(tmp_path: Path) -> None:
     assert runs.is_file(), out.stdout[-2000:]
     records = read_records(runs)[0]
     n = next(i for i, r in enumerate(records) if not r["passed"])
-    dom = dump_dom(f"{(tmp_path / 'reports' / 'viewer.html').as_uri()}#run={n}")
+    r = records[n]
+    session = _session(tmp_path / "reports")
+    dom = dump_dom(f"{(tmp_path / 'reports' / 'viewer.html').as_uri()}#run="
+                   f"{ref((r['model'], r['task'], r['variant'], r['instance'], r['run']), session)}")
     detail = dom.split('id="detail"', 1)[1].split('<script', 1)[0]
     assert "tier callsite" in detail and "1 turn(s)" in detail and "turn 0 · " in detail and "turn 1 · " not in detail
     assert "action_label.valid_label" in detail and "unmet" in detail and '"kind": "callsite"' in detail
@@ -187,22 +197,70 @@ def test_call_site_run_in_the_viewer(tmp_path: Path) -> None:
 @pytest.mark.parametrize("width", [900, 1600])
 def test_report_and_viewer_fit_900_and_1600_px(stored: Path, tmp_path: Path, width: int) -> None:
     """No page-wide horizontal scroll; a chart or table wider than the page scrolls inside its own box."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from tests.viewer.browser import chromium
-
+    sync_api = playwright_api()
+    first = _records(stored)[0]
+    session = _session(stored / "reports")
+    run = ref((first["model"], first["task"], first["variant"], first["instance"], first["run"]), session)
     unboxed = """() => { const out = []; document.querySelectorAll('table, svg').forEach(e => {
         const r = e.getBoundingClientRect(); let p = e.parentElement, boxed = false;
         while (p) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll') { boxed = true; break; }
                     p = p.parentElement; }
         if (r.right > window.innerWidth + 1 && !boxed) out.push(e.tagName); }); return out; }"""
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": width, "height": 900})
-            for name in ("report.html", "viewer.html#outcome=fail&run=0"):
+            for name in ("report.html", f"viewer.html#outcome=fail&run={run}"):
                 page.goto((stored / "reports").as_uri() + "/" + name)
                 assert page.evaluate("document.documentElement.scrollWidth") <= width + 1, name
                 assert page.evaluate(unboxed) == [], name
                 page.screenshot(path=str(tmp_path / f"{name[:6]}-{width}.png"))
+        finally:
+            browser.close()
+
+
+def test_report_html_contents_no_empty_cost_chart_and_paired_links(stored: Path, tmp_path: Path) -> None:
+    """A table of contents naming every section; no cost chart when no model has a cost; each paired row
+    links to its pairs side by side in the viewer (all of them, and the discordant ones)."""
+    page = (stored / "reports" / "report.html").read_text()
+    toc = re.search(r'<nav class="toc".*?</nav>', page, re.S).group(0)
+    sections = re.findall(r'<section id="([^"]+)">', page)
+    assert sections and re.findall(r'<a href="#([^"]+)">', toc) == sections and 'href="viewer.html"' in toc
+    assert page.index("<nav") < page.index('<section id="')
+    assert 'class="scatter"' not in page and "No cost chart: no model has a known cost" in page
+    out = subprocess.run([sys.executable, "-m", "pytest_agentfloor", "report", str(stored / "reports" / "runs.jsonl"),
+                          "--reference", "oracle", "--n-boot", "200", "--out", str(tmp_path)], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    paired = (tmp_path / "report.html").read_text().split('<section id="paired">', 1)[1].split("</section>", 1)[0]
+    assert "<th class=\"l\">runs</th>" in paired
+    assert 'href="viewer.html#model=fault-exhaust&amp;tier=A&amp;vs=oracle">side by side</a>' in paired
+    assert 'href="viewer.html#model=fault-exhaust&amp;tier=A&amp;vs=oracle&amp;differ=oracle">discordant</a>' in paired
+    assert 'href="viewer.html#model=fault-exhaust&amp;vs=oracle">side by side</a>' in paired  # the overall row
+
+
+@pytest.mark.slow
+def test_paired_link_opens_pairs_side_by_side(stored: Path, tmp_path: Path) -> None:
+    """report.html's 'discordant' link, followed in the browser: fault-exhaust's failures, each opened beside
+    the oracle's pass on the same item."""
+    sync_api = playwright_api()
+    subprocess.run([sys.executable, "-m", "pytest_agentfloor", "report", str(stored / "reports" / "runs.jsonl"),
+                    "--reference", "oracle", "--n-boot", "200", "--out", str(tmp_path)], check=True,
+                   capture_output=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
+            page.goto((tmp_path / "report.html").as_uri())
+            page.locator('#paired a:text-is("discordant")').first.click()
+            page.wait_for_selector("body[data-ready]")
+            assert "vs=oracle" in page.url and "differ=oracle" in page.url
+            rows = page.locator("#list tbody tr")
+            assert rows.count() > 0 and all("fail" in t for t in rows.all_inner_texts())
+            rows.first.click()
+            heads = page.locator("table.sbs thead th").all_inner_texts()
+            assert len(heads) == 3 and heads[1].startswith("fault-exhaust") and heads[2].startswith("oracle")
+            assert "FAIL" in heads[1] and "PASS" in heads[2]
+            assert "First divergence" in page.inner_text("#detail") or "prompts differ" in page.inner_text("#detail")
         finally:
             browser.close()

@@ -1,0 +1,92 @@
+"""Time the transcript viewer on a paper-scale file: load, first full-text search, opening runs side by side.
+
+File: tests/viewer/bigfile.py's generated sweep, 17 models x 30 cases x 5 variants x 5 runs = 12,750
+runs with transcripts, written by `python -m pytest_agentfloor view`'s own write_viewer. Browser:
+Debian's headless chromium driven by Playwright (executable_path; no browser download).
+
+Figures (medians over --repeat fresh pages):
+- load: navigation start to the filtered list drawn (the page's own performance.now() at ready);
+- first search: the script's work for the first full-text search (parsing the transcripts, lowercasing
+  the string table, matching, drawing the list; the page's data-filter-ms), and the wall time from
+  typing to the count shown as Playwright sees it (this includes the 120 ms typing debounce);
+- side by side: opening two runs of one item aligned turn by turn (data-open-ms).
+
+    python benchmarks/bench_viewer.py [--repeat 5]
+
+AGENTFLOOR_BENCH_SMOKE=1 runs it in a smoke size (3 models, 2,250 runs; tests/test_benchmarks.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_agentfloor.report.viewer import write_viewer  # noqa: E402
+from tests.viewer import bigfile  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=2 if SMOKE else 5)
+    args = ap.parse_args()
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError:
+        print("bench_viewer: playwright is not installed (pip install -e '.[test]')", file=sys.stderr)
+        return 2
+    chromium = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-headless-shell") if os.path.exists(p)), None)
+    if chromium is None:
+        print("bench_viewer: no /usr/bin/chromium (apt-get install -y chromium)", file=sys.stderr)
+        return 2
+    models = ("m00", "m01", "m03") if SMOKE else bigfile.MODELS  # the smoke size keeps the planted runs
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp) / "sweep"
+        where.mkdir()
+        n = bigfile.write_runs(where / "runs.jsonl", models)
+        t = time.perf_counter()
+        write_viewer([where / "runs.jsonl"], where / "viewer.html")
+        write_s = time.perf_counter() - t
+        size = (where / "viewer.html").stat().st_size
+        loads, work, walls, sbs = [], [], [], []
+        pair = ",".join(bigfile.ref(k, "sweep") for k in bigfile.DIVERGE)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            try:
+                for _ in range(args.repeat):
+                    page = browser.new_page(viewport={"width": 1600, "height": 900})
+                    page.goto((where / "viewer.html").as_uri())
+                    page.wait_for_selector("body[data-ready]")
+                    loads.append(float(page.get_attribute("body", "data-ready")) / 1000)
+                    t = time.perf_counter()
+                    page.fill("#f-q", bigfile.NEEDLE)
+                    expect(page.locator("#count")).to_have_text(re.compile(r"^1 of "))
+                    walls.append(time.perf_counter() - t)
+                    work.append(float(page.get_attribute("body", "data-filter-ms")) / 1000)
+                    page.goto((where / "viewer.html").as_uri() + "#run=" + pair)
+                    page.wait_for_selector("table.sbs")
+                    sbs.append(float(page.get_attribute("body", "data-open-ms")) / 1000)
+                    page.close()
+            finally:
+                browser.close()
+    load1, load5, _ = os.getloadavg()
+    med = statistics.median
+    print(f"viewer: {n:,} runs, {size / 1e6:.1f} MB viewer.html (written in {write_s:.1f} s); {args.repeat} page(s) "
+          f"at 1600 px; load average {load1:.2f} / {load5:.2f} (1 / 5 min) on {os.cpu_count()} cores")
+    print(f"viewer load: median {med(loads):.2f} s (range {min(loads):.2f}-{max(loads):.2f})")
+    print(f"first search: median {med(work):.2f} s of script work, {med(walls):.2f} s typing to count shown "
+          f"(incl. 0.12 s debounce); load + first search {med(loads) + med(walls):.2f} s")
+    print(f"side by side (2 runs): median {med(sbs) * 1000:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
