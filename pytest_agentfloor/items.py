@@ -22,7 +22,7 @@ from .kinds import CaseKind, Entry, kind_named, load_file
 from .nodeids import item_name, item_nodeid
 from .options import Options, options_key
 from .runstate import state_key
-from .prefetch import prefetcher_key
+from .prefetch import prefetcher_key, wait_for
 from .probe import gate
 from .providers.base import ProviderError
 from .render import safe_text
@@ -201,7 +201,7 @@ class CaseItem(pytest.Item):
         future = prefetcher.take(self) if prefetcher is not None else None
         obtained = time.perf_counter()
         if future is not None and not future.cancel():
-            self.trajectory = future.result()
+            self.trajectory = wait_for(self.config, future)
         else:
             job = self.episode_job()
             if job is None:

@@ -366,6 +366,9 @@ def add_options(parser: pytest.Parser) -> None:
     add("--max-cost", "agentfloor_max_cost",
         "stop once this session's runs cost this many USD: remaining items are skipped, the run is PARTIAL",
         default="", shown="no cap", metavar="USD")
+    add("--agentfloor-keep-sessions", "agentfloor_keep_sessions",
+        "session directories kept under <report dir>/sessions/: older ones are removed at the end of a session "
+        "(never the newest complete one, never one in use); 0 keeps every one", default="20", metavar="N")
     add("--agentfloor-concurrency", "agentfloor_concurrency",
         "episodes of upcoming items played at once in each process (threads; items still report in order; "
         "1 = one at a time; scripted models always play inline)", default=str(DEFAULT_CONCURRENCY), metavar="N")

@@ -28,12 +28,19 @@ import heapq
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout  # not the builtin one before Python 3.11
 from typing import Any, Callable
 
 import pytest
 
+from .progress import episode_watch_key  # who hears of each episode as it starts and finishes
+
 #: this process's Prefetcher (absent with --agentfloor-concurrency 1)
 prefetcher_key = pytest.StashKey["Prefetcher"]()
+
+
+#: seconds between the main thread's looks at the progress display while it waits for an episode
+WAIT_TICK_S = 0.1
 
 #: providers whose items play inline: scripted ones answer in-process (threads only add overhead)
 INLINE_PROVIDERS = frozenset({"scripted"})
@@ -129,6 +136,9 @@ class Prefetcher:
             job = play_for(nxt)
             if job is None:
                 continue
+            watch = self.session.config.stash.get(episode_watch_key, None)
+            if watch is not None:
+                job = _watched(watch, nxt.nodeid, nxt.model.name, job)  # type: ignore[attr-defined]
             places = episode_places(nxt)
             if places is not None:
                 job = self._gated(nxt.model.name, places, job)  # type: ignore[attr-defined]
@@ -177,6 +187,38 @@ class Prefetcher:
     @property
     def in_window(self) -> int:
         return len(self._futures)
+
+
+def _watched(watch: Any, nodeid: str, model: str, job: Callable[[], Any]) -> Callable[[], Any]:
+    """`job`, telling `watch` when it starts playing (past any gate) and when it is done."""
+
+    def watched() -> Any:
+        watch.episode_started(nodeid, model)
+        out = None
+        try:
+            out = job()
+            return out
+        finally:
+            watch.episode_finished(nodeid, model, out)
+
+    return watched
+
+
+def wait_for(config: pytest.Config, future: Future) -> Any:
+    """The episode's trajectory, from the main thread: while it plays, the progress display is kept
+    up to date with the episodes that finish meanwhile (out of pytest's order)."""
+    watch = config.stash.get(episode_watch_key, None)
+    if watch is None:
+        return future.result()
+    began = time.monotonic()
+    try:
+        while True:
+            try:
+                return future.result(timeout=WAIT_TICK_S)
+            except FutureTimeout:
+                watch.tick()
+    finally:
+        watch.waited_for(time.monotonic() - began)
 
 
 def _xdist_queue(config: pytest.Config) -> tuple[Any, list[Any]] | None:

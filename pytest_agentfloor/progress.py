@@ -3,6 +3,14 @@
 Items done / total, passes, errors, tokens in/out, cost so far, requests per second and an ETA,
 from the same reports the controller aggregates (so it works under xdist).
 
+With --agentfloor-concurrency and no xdist the episodes play in this process's look-ahead pool
+(prefetch.py), which tells this plugin as each starts and finishes (`episode_watch_key`): the count is
+then of finished episodes, out of pytest's order, the requests in flight are shown, tokens and
+requests are counted as episodes finish, and the ETA plays the rest on paper (`schedule_eta`) at
+the finished episodes' mean time (`episode_mean`). Passes and failures still come from the
+reports, in pytest's order. Under xdist the workers' pools have no watcher: the controller counts
+reports, as without concurrency.
+
 Two displays. On a terminal (`auto`/`live`): a live region of one line per model, drawn *below*
 the line pytest is writing, with the cursor put back where pytest left it. Without a terminal
 (CI logs), with TERM=dumb, `-s` or `--pdb` (`auto`), or with `lines`: plain periodic lines on a
@@ -19,8 +27,11 @@ pytest-rich) or running rich's `Live`:
 - No thread: the region is drawn from the controller's own hooks (an item starting or reporting),
   on the thread pytest writes from, while pytest is not capturing (a thread would draw into a
   test's captured output, and race pytest's writes). Content changes are redrawn at most every
-  `interval` seconds (0.25 s by default); a region erased by pytest's own output is put back at the
-  next event, so it is visible while an item runs. Between events the line does not tick.
+  `interval` seconds (0.25 s by default); a change held back by the interval is kept pending, not
+  dropped. A region erased by pytest's own output is put back at the next event, so it is visible
+  while an item runs. While the main thread waits for a pool's episode (prefetch.wait_for) it
+  ticks every 0.1 s, with pytest's capture suspended as for live logging, and draws what is
+  pending. Without a pool (items play in pytest's thread) the line does not tick between events.
 - Lines are cut to the terminal's width minus one cell (rich's cell widths) with an ellipsis, so they
   never wrap and the cursor movements stay exact; colours follow pytest's own markup decision
   (NO_COLOR, --color). Nothing else is needed from rich: its Live would want all output to go
@@ -36,7 +47,7 @@ import re
 import shutil
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pytest
@@ -45,6 +56,10 @@ _MODEL = re.compile(r"\[v\d+-i\d+-r\d+-(?P<model>.+)\]$")
 _ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 MODES = ("auto", "live", "lines", "off", "color", "plain")
 LIVE_INTERVAL = 0.25  # seconds between redraws of changed content: "a few times per second"
+#: who hears of each episode of the look-ahead pool (prefetch.py) as it starts and finishes: the
+#: controller's Progress (without xdist the pool's episodes are the controller's own; under xdist
+#: workers have none, and the controller counts reports as before)
+episode_watch_key = pytest.StashKey[Any]()
 
 
 @dataclass
@@ -59,6 +74,11 @@ class ModelProgress:
     tokens_out: int = 0
     requests: int = 0
     cost_usd: float = 0.0
+    ahead: int = 0  # episodes finished in the look-ahead pool whose items have not reported yet
+    in_flight: int = 0  # episodes playing now (past any gate): each waits on its request or runs a tool
+    episode_s: float = 0.0  # summed time of the finished look-ahead episodes
+    timed: int = 0  # how many episodes episode_s sums
+    durations: list[float] = field(default_factory=list)  # each finished look-ahead episode's time, for the ETA
 
 
 def model_of(nodeid: str) -> str | None:
@@ -77,44 +97,162 @@ def _eta(seconds: float | None) -> str:
     return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def _numbers(p: ModelProgress, elapsed: float) -> tuple[int, float, str]:
-    """(items finished, requests per second, ETA text) of one model."""
-    finished = p.done + p.skipped
+def _numbers(p: ModelProgress, elapsed: float, eta_s: float | None = None) -> tuple[int, float, str]:
+    """(episodes finished, requests per second, ETA text) of one model.
+
+    `eta_s` is the look-ahead pool's estimate (:func:`schedule_eta`); without one (items played in
+    pytest's order, or under xdist) the ETA is the items left at the pace of the items done."""
+    finished = p.done + p.skipped + p.ahead
     rate = p.requests / elapsed if elapsed > 0 else 0.0
-    eta = (p.total - finished) * elapsed / p.done if p.done and p.total >= finished else None
-    return finished, rate, _eta(eta) if finished < (p.total or 0) else "done"
+    if eta_s is None and p.done and p.total >= finished and not p.ahead:
+        eta_s = (p.total - finished) * elapsed / p.done
+    return finished, rate, _eta(eta_s) if finished < (p.total or 0) else "done"
+
+
+def episode_mean(durations: list[float], ages: list[float]) -> float | None:
+    """The mean episode time from the finished episodes' `durations` and the running ones' `ages`.
+
+    The plain mean of the finished ones is biased low while many play: the first to finish are the
+    quick ones (all 64 of a pool's first wave start together). So this is the Kaplan-Meier mean,
+    the running episodes counting as lasting at least their age; while episodes older than every
+    finished one still run, the survival curve is carried on with the slope it had so far (from the
+    first finish to the oldest age) down to zero. None before any episode finished."""
+    if not durations:
+        return None
+    events = sorted([(d, 1) for d in durations] + [(a, 0) for a in ages])
+    at_risk, survive, last, area = len(events), 1.0, 0.0, 0.0
+    first = None
+    for t, finished in events:
+        area += survive * (t - last)
+        last = t
+        if finished:
+            first = t if first is None else first
+            survive *= 1 - 1 / at_risk
+        at_risk -= 1
+    if survive > 1e-9 and first is not None and last > first:
+        slope = (1 - survive) / (last - first)
+        area += survive * survive / (2 * slope) if slope > 0 else 0.0
+    return area
+
+
+def schedule_eta(pending: list[str], running: list[tuple[str, float]], means: dict[str, float | None],
+                 slots: int, exact: int = 512) -> dict[str, float]:
+    """Seconds until each model's last episode finishes, by playing the rest of the run on paper.
+
+    `pending`: the models of the episodes not started yet, in pytest's order (the pool starts them
+    in that order); `running`: (model, seconds it has played) of the episodes in flight; `means`:
+    each model's mean episode time (None: not known yet, the mean of the others is used); `slots`:
+    episodes the pool plays at once. Each pending episode takes the slot that frees first (list
+    scheduling, as the pool does); past the first `exact` episodes the rest is spread evenly over
+    the slots (the same to within one episode's time, in constant time per episode). Models with
+    no estimate at all are left out."""
+    import heapq
+
+    known = [m for m in means.values() if m is not None]
+    fallback = sum(known) / len(known) if known else None
+    slots = max(1, slots)
+    free = sorted(max(0.0, (means.get(m) or fallback or 0.0) - age) for m, age in running)
+    out: dict[str, float] = {}
+    for m, age in running:
+        mean = means.get(m) or fallback
+        if mean is not None:
+            out[m] = max(out.get(m, 0.0), mean - age if mean > age else 0.0)
+    heap = (free + [0.0] * slots)[:max(slots, len(free))]
+    heapq.heapify(heap)
+    tail_start = tail = 0.0
+    for n, m in enumerate(pending):
+        mean = means.get(m) if means.get(m) is not None else fallback
+        if mean is None:
+            continue
+        if n < exact:
+            end = heapq.heappop(heap) + mean
+            heapq.heappush(heap, end)
+        else:
+            if n == exact:
+                tail_start = sum(heap) / len(heap)  # when the slots are free again, on average
+            end = tail_start + tail + mean
+            tail += mean / len(heap)
+        out[m] = max(out.get(m, 0.0), end)
+    return out
 
 
 def _count(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e4 else str(n)
 
 
-def progress_parts(name: str, p: ModelProgress, elapsed: float) -> list[tuple[str, str]]:
-    """The periodic line for one model as (text, rich style) pieces; joined they are `progress_line`."""
-    finished, rate, eta = _numbers(p, elapsed)
+def progress_groups(name: str, p: ModelProgress, elapsed: float, eta_s: float | None = None,
+                    concurrent: bool = False) -> list[tuple[int, list[tuple[str, str]]]]:
+    """The periodic line for one model as (priority, pieces) groups: a narrow terminal drops the
+    lowest priorities first (tokens, then req/s, cost, requests in flight), never the counts or the ETA."""
+    finished, rate, eta = _numbers(p, elapsed, eta_s)
     return [
-        ("agentfloor progress ", "dim"), (name, "bold"), (": ", ""),
-        (f"{finished}/{p.total or '?'} done", "bold"), (", ", ""),
-        (f"{p.passed} passed", "green"), (", ", ""),
-        (f"{p.failed} failed", "red" if p.failed else ""), (", ", ""),
-        (f"{p.errors} errors", "bold red" if p.errors else ""),
-        (f", {p.skipped} skipped" if p.skipped else "", "yellow"),
-        (f" | tokens {p.tokens_in:,} in / {p.tokens_out:,} out | ", ""),
-        (f"${p.cost_usd:.4f}", "cyan"), (f" | {rate:.1f} req/s | ", ""),
-        (f"ETA {eta}", "bold"),
+        (99, [("agentfloor progress ", "dim"), (name, "bold"), (":", "")]),
+        (99, [(" ", ""), (f"{finished}/{p.total or '?'} done", "bold")]),
+        (99, [(", ", ""), (f"{p.passed} passed", "green")]),
+        (99, [(", ", ""), (f"{p.failed} failed", "red" if p.failed else "")]),
+        (99, [(", ", ""), (f"{p.errors} errors", "bold red" if p.errors else "")]),
+        (99, [(f", {p.skipped} skipped" if p.skipped else "", "yellow")]),
+        (4, [(f", {p.in_flight} in flight" if concurrent else "", "")]),
+        (1, [(f" | tokens {p.tokens_in:,} in / {p.tokens_out:,} out", "")]),
+        (3, [(" | ", ""), (f"${p.cost_usd:.4f}", "cyan")]),
+        (2, [(f" | {rate:.1f} req/s", "")]),
+        (90, [(" | ", ""), (f"ETA {eta}", "bold")]),
     ]
 
 
-def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0) -> list[tuple[str, str]]:
-    """The live line for one model: shorter than the periodic one, most telling first, since a narrow
-    terminal cuts it from the right (tokens go first, then req/s, cost, ETA)."""
+def _text(parts: list[tuple[str, str]]) -> str:
+    return "".join(t for t, _ in parts)
+
+
+def fit_groups(groups: list[tuple[int, list[tuple[str, str]]]], width: int | None) -> list[str]:
+    """The groups as lines of at most `width` cells: whole groups are dropped, lowest priority first
+    (never those of priority 5 or more); what still does not fit is folded onto indented lines at the
+    groups' boundaries, so no number is ever cut (only a name wider than the terminal is)."""
     from rich.cells import cell_len
 
-    finished, rate, eta = _numbers(p, elapsed)
+    kept = [g for g in groups if _text(g[1])]
+    if width is None:
+        return [_text([pc for _, parts in kept for pc in parts])]
+    width = max(8, width)
+
+    def size(gs: list[tuple[int, list[tuple[str, str]]]]) -> int:
+        return sum(cell_len(_text(parts)) for _, parts in gs)
+
+    while size(kept) > width and min(g[0] for g in kept) < 5:
+        kept.remove(min(kept, key=lambda g: g[0]))
+    lines: list[str] = []
+    line = ""
+    for _, parts in kept:
+        text = _text(parts)
+        if line and cell_len(line) + cell_len(text) > width:
+            lines.append(line)
+            line = "  " + text.lstrip(",| ")
+        else:
+            line += text
+    lines.append(line)
+    return [render_live([(ln, "")], width, False) for ln in lines]
+
+
+def progress_parts(name: str, p: ModelProgress, elapsed: float, eta_s: float | None = None,
+                   concurrent: bool = False) -> list[tuple[str, str]]:
+    """The periodic line for one model as (text, rich style) pieces; joined they are `progress_line`."""
+    return [pc for _, parts in progress_groups(name, p, elapsed, eta_s, concurrent) for pc in parts]
+
+
+def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0, eta_s: float | None = None,
+               concurrent: bool = False) -> list[tuple[str, str]]:
+    """The live line for one model: shorter than the periodic one, most telling first, since a narrow
+    terminal cuts it from the right (tokens go first, then req/s, cost, ETA). With episodes in flight
+    (--agentfloor-concurrency) the count is of finished episodes, out of pytest's order, and the
+    requests in flight follow it."""
+    from rich.cells import cell_len
+
+    finished, rate, eta = _numbers(p, elapsed, eta_s)
     total = str(p.total or "?")
     return [
         (name + " " * max(0, name_width - cell_len(name)), "bold"), (" ", ""),
-        (f"{finished:>{len(total)}}/{total}", "bold"), (" | ", "dim"),
+        (f"{finished:>{len(total)}}/{total}", "bold"),
+        *([(" | ", "dim"), (f"{p.in_flight} in flight", "")] if concurrent else []), (" | ", "dim"),
         (f"{p.passed} passed", "green"), (" ", ""),
         (f"{p.failed} failed", "red" if p.failed else ""), (" ", ""),
         (f"{p.errors} err", "bold red" if p.errors else ""),
@@ -126,9 +264,11 @@ def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0)
     ]
 
 
-def progress_line(name: str, p: ModelProgress, elapsed: float) -> str:
-    """One plain line for one model (no timing in it is ever asserted by tests)."""
-    return "".join(text for text, _ in progress_parts(name, p, elapsed))
+def progress_line(name: str, p: ModelProgress, elapsed: float, eta_s: float | None = None,
+                  concurrent: bool = False, width: int | None = None) -> str:
+    """One plain line for one model, fitted to `width` cells: folded onto more lines (joined by
+    newlines) only when even its counts do not fit (no timing in it is ever asserted by tests)."""
+    return "\n".join(fit_groups(progress_groups(name, p, elapsed, eta_s, concurrent), width))
 
 
 _SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -258,6 +398,19 @@ class Progress:
         self.shown: list[str] = []  # the live lines on the screen now
         self.finished = False
         self._totals_from_workers: dict[str, int] = {}
+        # episodes of the look-ahead pool (prefetch.py), reported from its threads as they start and finish
+        self.lock = threading.Lock()
+        self.concurrent = False  # a pool plays this process's episodes: counts are of finished episodes
+        self.order: list[tuple[str, str]] = []  # (node id, model) of the case items, in pytest's order
+        self._cursor = 0  # order[:_cursor] have all started or finished
+        self.running: dict[str, tuple[str, float]] = {}  # node id -> (model, when it started)
+        self.played: set[str] = set()  # node ids whose episode finished in the pool
+        self.reported: set[str] = set()  # node ids counted from their reports
+        self.inline: set[str] = set()  # models whose items play in pytest's own thread (not timed)
+        self.peak = 0  # most episodes in flight at once: the pool's real width, gates included
+        self.pending = False  # content changed while redraws were held back by the interval
+        self.first_item: float | None = None  # when the first case item started
+        self.waited = 0.0  # seconds the main thread spent waiting for the pool's episodes
 
     def _model(self, name: str) -> ModelProgress:
         return self.models.setdefault(name, ModelProgress())
@@ -291,6 +444,104 @@ class Progress:
             name = getattr(getattr(item, "model", None), "name", None)
             if name is not None and ".toml::" in item.nodeid:
                 self._model(name).total += 1
+                self.order.append((item.nodeid, name))
+
+    # --- episodes of the look-ahead pool (called from its threads) -----------------------------
+
+    def episode_started(self, nodeid: str, model: str) -> None:
+        with self.lock:
+            self.concurrent = True
+            self.running[nodeid] = (model, self.clock())
+            self._model(model).in_flight += 1
+            self.peak = max(self.peak, len(self.running))
+            self.pending = True
+
+    def episode_finished(self, nodeid: str, model: str, trajectory: Any) -> None:
+        with self.lock:
+            now = self.clock()
+            _, began = self.running.pop(nodeid, (model, now))
+            p = self._model(model)
+            p.in_flight = max(0, p.in_flight - 1)
+            if trajectory is None:  # stopped (-x, --max-cost) before it played: never counted
+                return
+            p.episode_s += now - began
+            p.timed += 1
+            p.durations.append(now - began)
+            turns = getattr(trajectory, "turns", None) or []
+            p.requests += len(turns)
+            p.tokens_in += sum(int(getattr(t, "tokens_in", 0) or 0) for t in turns)
+            p.tokens_out += sum(int(getattr(t, "tokens_out", 0) or 0) for t in turns)
+            self.played.add(nodeid)
+            if nodeid not in self.reported:
+                p.ahead += 1
+            self.pending = True
+
+    def eta(self) -> dict[str, float]:
+        """Each model's seconds to go, from the finished episodes' times (empty without a pool)."""
+        if not self.concurrent:
+            return {}
+        with self.lock:
+            now = self.clock()
+            busy = set(self.running) | self.played | self.reported
+            while self._cursor < len(self.order) and self.order[self._cursor][0] in busy:
+                self._cursor += 1
+            pending = [m for nodeid, m in self.order[self._cursor:] if nodeid not in busy]
+            running = [(m, now - began) for m, began in self.running.values()]
+            means = {name: (episode_mean(p.durations, [age for m, age in running if m == name]) if p.timed
+                            else 0.0 if name in self.inline else None) for name, p in self.models.items()}
+            slots = max(self.peak, 1)
+        if not any(v for v in means.values()):
+            return {}  # no episode has finished yet: no estimate
+        etas = schedule_eta(pending, running, means, slots)
+        self._main_thread_bound(etas, now)
+        for name, left in etas.items():
+            # the model is done when the slowest of its last episodes is: not at their mean time but
+            # near the quantile 1 - 1/(k+1) of k episodes at once (its finished episodes' times)
+            p = self.models[name]
+            k = min(slots, sum(1 for m in pending if m == name) + sum(1 for m, _ in running if m == name))
+            mean = means.get(name)
+            if k > 1 and mean and len(p.durations) > 1:
+                times = sorted(p.durations)
+                etas[name] = left + max(0.0, times[min(len(times) - 1, int(len(times) * k / (k + 1)))] - mean)
+        return etas
+
+    def waited_for(self, seconds: float) -> None:
+        """The main thread waited `seconds` for an episode (not time it spent grading and reporting)."""
+        with self.lock:
+            self.waited += seconds
+
+    def _main_thread_bound(self, etas: dict[str, float], now: float) -> None:
+        """No model is done before pytest's thread has graded and reported its items: where that
+        thread, not the pool, is the bottleneck (fast endpoints, heavy grading), each ETA is at
+        least its model's unreported items (up to its last one) at that thread's own pace per item,
+        its waits for episodes left out."""
+        with self.lock:
+            reported = len(self.reported)
+            if self.first_item is None or reported < 8:
+                return
+            per_item = max(0.0, now - self.first_item - self.waited) / reported
+            unreported = [m for nodeid, m in self.order if nodeid not in self.reported]
+        last: dict[str, int] = {}
+        for n, m in enumerate(unreported):
+            last[m] = n + 1
+        for name, n in last.items():
+            etas[name] = max(etas.get(name, 0.0), n * per_item)
+
+    def tick(self) -> None:
+        """The main thread is waiting for an episode: draw what changed since the last redraw (pytest's
+        capture is suspended for it, as for live logging)."""
+        if self.finished or self.display is None:
+            return
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        if self.display == "live":
+            if not self.pending:
+                return
+            with capman.global_and_fixture_disabled() if capman is not None else _nothing():
+                self.refresh()
+        elif self.clock() - self.last >= (self.interval or 0.0):
+            with capman.global_and_fixture_disabled() if capman is not None else _nothing():
+                self.last = self.clock()
+                self.show()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -305,6 +556,8 @@ class Progress:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.first_item is None and model_of(nodeid) is not None:
+            self.first_item = self.clock()
         if self.display == "live" and model_of(nodeid) is not None:
             self.refresh()  # visible while the item runs, after pytest wrote its name
 
@@ -313,12 +566,28 @@ class Progress:
         name = model_of(report.nodeid)
         if name is None:
             return
+        with self.lock:
+            if not self._count(name, report):
+                return
+        self._decide()
+        if self.display == "live":
+            self.refresh()
+            return
+        now = self.clock()
+        if now - self.last >= (self.interval or 0.0):
+            self.last = now
+            self.show()
+
+    def _count(self, name: str, report: pytest.TestReport) -> bool:
+        """Count one report (under the lock); False when there is nothing to show for it."""
         p = self._model(name)
+        played = report.nodeid in self.played  # its tokens and requests were counted as it finished
         props: dict[str, Any] = dict(report.user_properties) if report.when != "teardown" else {}
         if "tokens_in" in props:
-            p.tokens_in += int(props.get("tokens_in") or 0)
-            p.tokens_out += int(props.get("tokens_out") or 0)
-            p.requests += int(props.get("turns") or 0)
+            if not played:
+                p.tokens_in += int(props.get("tokens_in") or 0)
+                p.tokens_out += int(props.get("tokens_out") or 0)
+                p.requests += int(props.get("turns") or 0)
             p.cost_usd += float(props.get("cost_usd") or 0.0)
         if report.when == "setup" and report.skipped:
             p.skipped += 1
@@ -331,20 +600,23 @@ class Progress:
                 p.passed += 1
             else:
                 p.failed += 1
-        elif self.display != "live":
-            return
-        self._decide()
-        if self.display == "live":
-            self.refresh()
-            return
-        now = self.clock()
-        if now - self.last >= (self.interval or 0.0):
-            self.last = now
-            self.show()
+        else:
+            self.pending = True
+            return self.display == "live"
+        if report.nodeid not in self.reported:
+            self.reported.add(report.nodeid)
+            if played:
+                p.ahead = max(0, p.ahead - 1)
+            elif self.concurrent and report.nodeid not in self.running:
+                self.inline.add(name)  # played in pytest's thread, never in the pool: no time to wait for
+        self.pending = True
+        return True
 
-    def lines(self) -> list[str]:
+    def lines(self, width: int | None = None) -> list[str]:
         elapsed = self.clock() - self.started
-        return [progress_line(name, p, elapsed) for name, p in self.models.items()]
+        etas = self.eta()
+        return [progress_line(name, p, elapsed, etas.get(name), self.concurrent, width)
+                for name, p in list(self.models.items())]
 
     # --- the live region ---------------------------------------------------------------------
 
@@ -367,7 +639,9 @@ class Progress:
         room = max(1, shutil.get_terminal_size().lines - 2)
         shown = names if len(names) <= room else names[:room - 1]
         pad = max(map(visible_width, shown))
-        out = [render_live(live_parts(n, self.models[n], elapsed, pad), width - 1, self.color) for n in shown]
+        etas = self.eta()
+        out = [render_live(live_parts(n, self.models[n], elapsed, pad, etas.get(n), self.concurrent), width - 1,
+                           self.color) for n in shown]
         if len(shown) < len(names):
             out.append(render_live([(f"agentfloor progress: {len(names) - len(shown)} more model(s)", "dim")],
                                    width - 1, self.color))
@@ -383,7 +657,9 @@ class Progress:
         now = self.clock()
         visible = bool(live.drawn)
         if visible and now - self.last < (self.interval or 0.0):
+            self.pending = True  # drawn by the next event or tick past the interval, never dropped
             return
+        self.pending = False
         lines = self.live_lines(self._tr()._tw.fullwidth)
         if visible and lines == self.shown:
             return
@@ -423,13 +699,15 @@ class Progress:
         tr.ensure_newline()
         if getattr(tr._tw, "width_of_current_line", 0):  # pytest's dots of -q: finish their line first
             tr._tw.line()
-        for name, line in zip(self.models, self.lines()):
-            if self.color:
-                p = self.models[name]
-                colour = {"red": bool(p.errors)} if p.errors else {"yellow": bool(p.failed), "green": not p.failed}
-                tr.write_line(line, bold=True, **colour)
-            else:
-                tr.write_line(line)
+        width = getattr(tr._tw, "fullwidth", None)
+        for name, text in zip(list(self.models), self.lines(width - 1 if width else None)):
+            for line in text.split("\n"):
+                if self.color:
+                    p = self.models[name]
+                    colour = {"red": bool(p.errors)} if p.errors else {"yellow": bool(p.failed), "green": not p.failed}
+                    tr.write_line(line, bold=True, **colour)
+                else:
+                    tr.write_line(line)
         tr.currentfspath = None  # pytest starts its next result on a fresh line, with its file name
         self.printed = True
 
@@ -439,10 +717,19 @@ class Progress:
             self.show()
 
 
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 def install(config: pytest.Config, mode: str, interval: float | None) -> Progress | None:
     """Register the progress plugin on the controller, per --agentfloor-progress (auto|live|lines|off)."""
     if mode == "off" or config.option.collectonly or config.get_verbosity() < -1:
         return None
     plugin = Progress(config, style=mode, interval=interval)
     config.pluginmanager.register(plugin, "agentfloor-progress")
+    config.stash[episode_watch_key] = plugin  # this process's look-ahead pool tells it of each episode
     return plugin

@@ -189,3 +189,38 @@ def publish(report_dir: Path, session_id: str, complete: bool) -> tuple[bool, st
     if (sdir / SESSION_FILE).exists():
         _place(sdir / SESSION_FILE, top / SESSION_FILE)
     return True, None
+
+
+#: sessions kept under sessions/ by default (--agentfloor-keep-sessions; 0 keeps every one)
+DEFAULT_KEEP_SESSIONS = 20
+
+
+def prune_sessions(report_dir: Path, keep: int, current: str) -> list[str]:
+    """Remove all but the ``keep`` newest session directories; the ids removed, oldest first.
+
+    Never removed: the ``current`` session, the newest complete one (what the top level shows
+    when a partial session follows it) and the one ``latest`` points at. Must be called with the
+    report directory's lock held (:class:`ReportDirLock`): no other session of this report
+    directory is running then, so none it holds can go. ``keep`` 0 keeps everything."""
+    root = Path(report_dir) / SESSIONS
+    if keep <= 0 or not root.is_dir():
+        return []
+    ids = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.is_symlink())
+    protected = {current}
+    for sid in reversed(ids):
+        if (read_session(root / sid) or {}).get("complete"):
+            protected.add(sid)
+            break
+    link = Path(report_dir) / LATEST
+    if link.is_symlink():
+        protected.add(Path(os.readlink(link)).name)
+    removed = []
+    for sid in ids[:max(0, len(ids) - keep)]:
+        if sid in protected:
+            continue
+        try:
+            shutil.rmtree(root / sid)
+        except OSError:
+            continue  # in use on a platform that refuses, or already gone: left for the next session
+        removed.append(sid)
+    return removed

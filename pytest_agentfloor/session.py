@@ -58,6 +58,8 @@ class AgentFloorSession:
         self.gate_error: str | None = None
         self.session_id = new_session_id()
         self.started = time.time()
+        self.keep_sessions = keep_sessions(config)
+        self.pruned: list[str] = []
         state.session_dir = session_dir(options.report_dir, self.session_id)
         self.collection_errors = 0
         self.deselected = 0
@@ -428,6 +430,10 @@ class AgentFloorSession:
         except OSError as exc:
             point_latest(st.report_dir, self.session_id)
             self.report_error = f"could not publish the session's files to {st.report_dir} ({exc})"
+        if self.lock is not None:  # only while this session holds the report dir: no other session runs there
+            from .reportdir import prune_sessions
+
+            self.pruned = prune_sessions(st.report_dir, self.keep_sessions, self.session_id)
 
     @staticmethod
     def _drop_records(path: Path, keys: set[str]) -> None:
@@ -472,6 +478,9 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: {queued}")
         if self.report_error:
             tr.write_line(f"agentfloor: {self.report_error}", red=True)
+        if self.pruned:
+            tr.write_line(f"agentfloor: removed {len(self.pruned)} old session(s) from "
+                          f"{self.options.report_dir / 'sessions'} (--agentfloor-keep-sessions {self.keep_sessions})")
         records = self.all_records()
         if self.options.report_mode != "none" and records and self.summary is not None:
             from .report import render_summary
@@ -559,3 +568,13 @@ class _SafeLines:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tr, name)
+
+
+def keep_sessions(config: pytest.Config) -> int:
+    """--agentfloor-keep-sessions N (ini agentfloor_keep_sessions): session directories kept; 0 keeps all."""
+    from .options import _int_opt, _opt
+    from .reportdir import DEFAULT_KEEP_SESSIONS
+
+    if not str(_opt(config, "agentfloor_keep_sessions") or "").strip():
+        return DEFAULT_KEEP_SESSIONS
+    return _int_opt(config, "agentfloor_keep_sessions", "--agentfloor-keep-sessions", 0, 1_000_000)

@@ -18,8 +18,9 @@ SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def run_in_pty(args: list[str], cwd: Path, env: dict[str, str], *, cols: int = 100, rows: int = 40,
-               timeout: float = 300) -> tuple[int, str]:
-    """(exit status, everything written to the terminal, stdout and stderr alike)."""
+               timeout: float = 300, timed: list[tuple[float, bytes]] | None = None) -> tuple[int, str]:
+    """(exit status, everything written to the terminal, stdout and stderr alike); `timed` receives
+    each read as (time.monotonic() when it arrived, bytes)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
@@ -44,6 +45,8 @@ def run_in_pty(args: list[str], cwd: Path, env: dict[str, str], *, cols: int = 1
             if not data:
                 break
             chunks.append(data)
+            if timed is not None:
+                timed.append((time.monotonic(), data))
     finally:
         os.close(master)
     return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")

@@ -22,6 +22,13 @@ TERMINAL_FLAG_SHORT: dict[str, str] = {
     "truncation": "trunc", "budget": "budget", "turn_limit": "turns", "infeasible": "infeas",
     "wrong_conclusion": "wrong", "other": "other", "none": "none",
 }
+#: what each terminal flag's column means (the legend names every flag a table shows)
+TERMINAL_FLAG_MEANING: dict[str, str] = {
+    "truncation": "output truncated", "budget": "token or call budget", "context_limit": "context window full",
+    "turn_limit": "turn limit", "infeasible": "declared infeasible", "wrong_conclusion": "ended on a wrong conclusion",
+    "other": "none of these (the outcome was right but another obligation failed, or the episode ended another way)",
+    "none": "no flag",
+}
 
 
 def interval_caption(summary: Summary) -> str:
@@ -270,9 +277,9 @@ def unmet_table(summary: Summary) -> TextTable:
         t.notes.append("First obligation of the case that the run did not meet: " + "; ".join(
             f"{k} {OBLIGATION_NAMES.get(k, 'no obligation named' if k == 'none' else k)}" for k in obls) + ".")
     if flags:
-        t.notes.append("Then how the episode ended: trunc = output truncated, budget = token or call budget, "
-                       "turns = turn limit, infeas = declared infeasible, wrong = ended on a wrong conclusion, "
-                       "none = no flag.")
+        t.notes.append("Then how the episode ended: " + ", ".join(
+            f"{TERMINAL_FLAG_SHORT.get(k, k)} = {TERMINAL_FLAG_MEANING.get(k, k.replace('_', ' '))}" for k in flags)
+            + ".")
     return t
 
 

@@ -94,7 +94,10 @@ def fitted_table(console: Console, t: TextTable, *, title: str | None = None, ta
     untitled = replace(t, title="")
     table = rich_table(untitled, table_box=table_box, drop=dropped, wrap=wrap)
     wide = console.options.update_width(10_000)
-    for col in optional:
+    # the optional columns first (in the order given), then the rightmost others (the tables put the
+    # most telling columns first): whole columns go, so rich never has to cut a number to fit
+    rest = [h for h in reversed(t.headers[1:]) if h not in dropped and h not in optional]
+    for col in [*optional, *rest]:
         if console.measure(table, options=wide).maximum <= console.width:
             break
         omitted.append(col)
@@ -129,7 +132,8 @@ def render_text(summary: Summary, *, width: int = 120, markup: bool = False) -> 
     failures = failure_table(summary)
     if failures.rows:
         groups.append(fitted_table(console, failures))
-        groups.append(fitted_table(console, unmet_table(summary)))
+        unmet = unmet_table(summary)
+        groups.append([*fitted_table(console, unmet), *[Text(note, style="dim") for note in unmet.notes[1:]]])
     else:
         groups.append([Text("AgentFloor: no model failures", style="green")])
     diag = diagnostics_table(summary)

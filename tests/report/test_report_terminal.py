@@ -137,3 +137,45 @@ def test_a_cell_with_only_infra_errors_reads_dash() -> None:
             if r["model"] == "small-1b" and r["tier"] == "B" else r for r in props()]
     text = render_text(build_summary(recs, META, n_boot=100)[0], width=120)
     assert re.search(r"│ small-1b +│ B +│ +0 │ +0 │ +- │ +- │ +12 │", text)
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_tables_fit_by_dropping_columns_never_by_cutting_numbers(width: int) -> None:
+    """Issue 34: at 80 columns rich cut cells (`60.…`, `[23.1, 88.…`, `1…` for 150 runs) and the right
+    border went. Long model names and large counts: every line fits, nothing is cut, borders close."""
+    long = {"oracle": "qwen2.5-coder-32b-instruct-q4_k_m", "small-1b": "llama-3.2-1b-instruct-q8_0",
+            "ref-api": "gpt-4o-mini-2024-07-18"}
+    records = [{**r, "model": long[r["model"]]} for r in props() for _ in range(13)]
+    meta = {long[k]: v for k, v in META.items()}
+    summary = build_summary(records, meta, reference=long["ref-api"], n_boot=200)[0]
+    text = render_text(summary, width=width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width, [ln for ln in lines if len(ln) > width][:3]
+    assert "…" not in text, [ln for ln in lines if "…" in ln][:5]
+    for line in lines:
+        if line.startswith(("│", "┃")):
+            assert line.rstrip().endswith(("│", "┃")), line  # the right border is there
+    if width == 80:
+        assert "omitted; see report.md" in text  # what was dropped is said
+    if width == 200:
+        assert "[" in text and "TCR" in text
+
+
+def test_the_flag_legend_names_every_flag_shown() -> None:
+    """Issue 34: the legend left out `other`, the main job's most common flag (14 of 27)."""
+    from pytest_agentfloor.report.tables import TERMINAL_FLAG_SHORT, unmet_table
+
+    records = props()
+    flags = ["other", "truncation", "turn_limit", "wrong_conclusion", "budget", "infeasible"]
+    failed = [r for r in records if not r["passed"] and not r["infra_error"]]
+    for n, r in enumerate(failed):
+        r["terminal_flag"] = flags[n % len(flags)]
+    summary = build_summary(records, META, n_boot=100)[0]
+    table = unmet_table(summary)
+    legend = table.notes[-1]
+    for flag in flags:
+        header = TERMINAL_FLAG_SHORT.get(flag, flag)
+        assert header in table.headers and f"{header} = " in legend, (header, legend)
+    assert "other = none of these" in legend
+    text = render_text(summary, width=200)
+    assert "Then how the episode ended: " in text and "other = " in text  # the terminal shows it too
