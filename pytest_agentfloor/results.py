@@ -155,7 +155,8 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
 
 def bound_record(record: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[str, int]:
     """Keep one record under `limit` bytes of JSON (each text is capped already, their number is not):
-    first the transcript's messages go (the turns keep what was said and called), then later turns.
+    first the transcript's messages go (the turns keep what was said and called), then later turns,
+    then the later calls of the one turn left, then that turn. The counts (calls, turns, tokens) stay.
     Returns what was dropped, by path, with the record's size before."""
     size = len(json.dumps(record, separators=(",", ":"), default=str))
     if size <= limit:
@@ -166,9 +167,21 @@ def bound_record(record: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[
     dropped = {"trajectory.messages": size}
     traj["messages"] = []
     turns = traj.get("turns") or []
-    while len(turns) > 1 and len(json.dumps(record, separators=(",", ":"), default=str)) > limit:
+
+    def over() -> bool:
+        return len(json.dumps(record, separators=(",", ":"), default=str)) > limit
+
+    while len(turns) > 1 and over():
         turns = turns[: len(turns) // 2]
         traj["turns"] = turns
+        dropped["trajectory.turns"] = size
+    calls = turns[0].get("calls") if turns and isinstance(turns[0], dict) else None
+    while isinstance(calls, list) and len(calls) > 1 and over():  # one turn of many large calls
+        calls = calls[: len(calls) // 2]
+        turns[0]["calls"] = calls
+        dropped["trajectory.turns[0].calls"] = size
+    if over():  # a single call still too large (each text is capped, their nesting is not): no transcript
+        traj["turns"] = []
         dropped["trajectory.turns"] = size
     return dropped
 

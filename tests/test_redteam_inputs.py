@@ -223,3 +223,31 @@ def test_a_broken_reference_solution_is_a_case_error_not_the_models(pytester: py
     result.stdout.fnmatch_lines(["*case error: the reference solution of A1 fails its own case (first unmet *"])
     (rec,) = [json.loads(x) for x in next(pytester.path.glob("reports/sessions/*/runs.jsonl")).read_text().splitlines()]
     assert rec["infra_error"] and rec["failure_mode"] is None and rec["error"].startswith("case error:")
+
+
+def test_report_on_a_runs_file_without_its_session_says_partial(oracle_runs: Path, tmp_path: Path) -> None:
+    # before (red team): a killed session's runs.jsonl alone gave a report with no COMPLETE/PARTIAL ("run": null)
+    import shutil
+
+    from pytest_agentfloor.report.cli import main
+
+    killed = tmp_path / "reports" / "sessions" / "20261202-000000.000-dead" / "runs.jsonl"
+    killed.parent.mkdir(parents=True)
+    shutil.copy(oracle_runs, killed)
+    assert main([str(killed), "--out", str(tmp_path / "out")]) == 0
+    run = json.loads((tmp_path / "out" / "summary.json").read_text())["run"]
+    assert run["complete"] is False and "no session.json beside it" in run["partial_reasons"][0]
+    assert main([str(oracle_runs), "--out", str(tmp_path / "by-hand")]) == 0  # assembled by hand: says nothing
+    assert json.loads((tmp_path / "by-hand" / "summary.json").read_text()).get("run") is None
+
+
+def test_report_on_a_record_whose_model_holds_a_lone_surrogate_writes_its_reports(tmp_path: Path) -> None:
+    # before (red team): "utf-8 codec can't encode" and no reports
+    from pytest_agentfloor.report.cli import main
+
+    runs = tmp_path / "runs.jsonl"
+    rec = dict(model="m\ud800", task="A1", tier="A", variant="v0", instance="i0", run=0, passed=True, infra_error=False,
+               nodeid="cases/tier_A/A1.toml::A1[v0-i0-r0-m]")
+    runs.write_text(json.dumps(rec) + "\n")
+    assert main([str(runs), "--out", str(tmp_path / "out"), "--n-boot", "50"]) == 0
+    assert "m\\\\ud800" in (tmp_path / "out" / "summary.json").read_text()

@@ -205,6 +205,20 @@ def test_a_record_over_the_bound_drops_its_messages_first() -> None:
     assert bound_record(small) == {} and small["trajectory"]["messages"] == [1]
 
 
+def test_one_turn_of_many_large_calls_is_bounded_too() -> None:
+    # before (red team): 60 calls of 70 KB in one tier-E turn made a 12 MB record; only turns were cut
+    from pytest_agentfloor.results import MAX_RECORD_BYTES, bound_record
+
+    calls = [{"name": "check_constraint", "arguments": "a" * 70_000, "result": {"r": "b" * 70_000}} for _ in range(60)]
+    record = {"task": "t", "calls": 60, "trajectory": {"messages": [], "turns": [{"index": 0, "calls": calls}]}}
+    dropped = bound_record(record)
+    assert "trajectory.turns[0].calls" in dropped and record["calls"] == 60  # the count stays
+    kept = record["trajectory"]["turns"][0]["calls"]
+    assert 1 <= len(kept) < 60 and len(json.dumps(record)) <= MAX_RECORD_BYTES
+    one = {"task": "t", "trajectory": {"messages": [], "turns": [{"calls": [{"arguments": [["x" * 60_000] * 30]}]}]}}
+    assert "trajectory.turns" in bound_record(one) and one["trajectory"]["turns"] == []
+
+
 def test_a_failure_line_is_bounded() -> None:
     from pytest_agentfloor.items import MAX_FAILURE_CHARS, bounded_message
 

@@ -11,8 +11,9 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
-from ..reportdir import read_session
+from ..reportdir import SESSIONS, read_session
 from ..runinfo import merged_run
 from ..results import read_records, usable_runs
 from .args import OneLineParser as _Parser
@@ -109,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                                 n_boot=args.n_boot, seed=args.seed, infra_as_failure=args.infra_as_failure,
                                 cluster=None if args.cluster == "auto" else args.cluster,
                                 probe=read_probe(first.parent / "probe.json") if len(args.runs) == 1 else None,
-                                run=read_session(first.parent) if len(args.runs) == 1 else merged_run(
-                                    [(str(p), read_session(p.parent)) for p in args.runs]),
+                                run=_run_of(args.runs),
                                 interval_method=args.interval_method, decision=args.noninferiority_bound,
                                 infra_threshold=args.infra_threshold,
                                 section_options=section_options)
@@ -139,3 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{prog}: {len(prepare_records(records)[0])} records, {len(models)} model(s); wrote "
           f"{', '.join(REPORT_FILES)}, {VIEWER_FILE} to {out}")
     return 0
+
+
+def _run_of(runs: list[Path]) -> dict[str, Any] | None:
+    """The COMPLETE/PARTIAL state the report states: one file's own session.json; several files merged;
+    a session directory's runs.jsonl without its session.json (a killed session) PARTIAL, as unknown;
+    a runs.jsonl assembled by hand elsewhere states nothing."""
+    if len(runs) > 1:
+        return merged_run([(str(p), read_session(p.parent)) for p in runs])
+    run = read_session(runs[0].parent)
+    if run is None and runs[0].parent.parent.name == SESSIONS:
+        return merged_run([(str(runs[0]), None)])
+    return run

@@ -65,7 +65,9 @@ def _coerce(field_name: str, value: Any) -> Any:
             return value
     if field_name in ("first_unmet", "failure_mode", "terminal_flag", "judge_model") and value in ("", "None"):
         return None
-    return value
+    from ..render import escape_surrogates
+
+    return escape_surrogates(value)  # a hand-edited runs.jsonl may hold "\ud800" in a model or task name
 
 
 def prepare_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
