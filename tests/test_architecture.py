@@ -43,10 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 KIND_PACKAGES: tuple[str, ...] = ("callsite", "pressure")
 CORE_TOP = "play"
 #: core modules that still import a kind package, and why (each one is a debt, not a pattern)
-KIND_IMPORTS_ALLOWED: dict[str, set[str]] = {
-    # the built-in oracle answers call-site cases; a plug-in kind's case answers through scripted_output
-    "providers.scripted": {"callsite.policies"},
-}
+KIND_IMPORTS_ALLOWED: dict[str, set[str]] = {}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
-from .schema import CallSiteCase
+if TYPE_CHECKING:  # the case answers through CallSiteCase.scripted_output, which imports this module
+    from .schema import CallSiteCase
 
 _SERVICE = {"light": "turn_on", "switch": "turn_on", "fan": "turn_on", "media_player": "turn_off",
             "lock": "unlock", "cover": "open_cover", "climate": "set_temperature", "vacuum": "start"}
 
 
-def _nearest_entity(case: CallSiteCase) -> dict[str, object]:
+def _nearest_entity(case: "CallSiteCase") -> dict[str, object]:
     """A real device of the site that shares the most words with the request: a substitution."""
     assert case.installation is not None
     words = set(re.findall(r"[a-z]+", case.prompt.lower()))
@@ -32,7 +34,7 @@ def _nearest_entity(case: CallSiteCase) -> dict[str, object]:
     return action
 
 
-def over_actuate(case: CallSiteCase) -> str:
+def over_actuate(case: "CallSiteCase") -> str:
     if case.grader == "actuator" and not case.actions:
         return json.dumps([_nearest_entity(case)])
     if case.grader == "planner" and case.plan is not None and case.plan.refuse:
@@ -43,11 +45,11 @@ def over_actuate(case: CallSiteCase) -> str:
     return case.reference
 
 
-def always_refuse(case: CallSiteCase) -> str:
+def always_refuse(case: "CallSiteCase") -> str:
     return "[]"
 
 
-def callsite_output(policy: str, case: CallSiteCase) -> str:
+def callsite_output(policy: str, case: "CallSiteCase") -> str:
     if policy == "oracle":
         return case.reference
     if policy == "over_actuate":

@@ -366,6 +366,13 @@ class CallSiteCase(BaseModel):
     def actionable(self) -> bool | None:
         return None if self.actions is None else bool(self.actions)
 
+    def scripted_output(self, policy: str) -> str:
+        """What a scripted policy answers (callsite.policies), through the seam every kind's case uses,
+        so the core's scripted provider imports no kind package."""
+        from .policies import callsite_output
+
+        return callsite_output(policy, self)
+
     def facets(self) -> dict[str, Any]:
         """What the case says about itself, carried by every record of it."""
         out: dict[str, Any] = {"site": self.site, "grader": self.grader, "group": self.group,

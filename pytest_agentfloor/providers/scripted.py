@@ -165,7 +165,7 @@ def always_refuse(case: "ResolvedCase", t: int) -> "list[Call] | str":
 POLICIES: dict[str, Policy] = {
     "oracle": oracle, "hallucinate": hallucinate, "malformed": malformed, "exhaust": exhaust,
     "resign": resign, "plan_only": plan_only, "wrong_tool": wrong_tool, "partial": partial, "repeat": repeat,
-    # call-site degenerate policies (providers answer call-site cases from callsite.policies);
+    # call-site degenerate policies (call-site cases answer from callsite.policies);
     # on a ladder case the over-actuator does the work and the refuser declines at once
     "over_actuate": oracle, "always_refuse": always_refuse,
     # pressure: the oracle, except that a large menu (more than 32 schemas) exhausts the completion cap
@@ -192,12 +192,8 @@ class ScriptedProvider:
                  case: "ResolvedCase") -> Reply:
         t = sum(1 for m in messages if m["role"] == "assistant")
         own = getattr(case, "scripted_output", None) if callable(getattr(type(case), "scripted_output", None)) else None
-        if own is not None:  # a plug-in kind's case answers for itself (docs/kinds.md)
+        if own is not None:  # a kind's case answers for itself (the call sites', a plug-in's: docs/kinds.md)
             action: "list[Call] | str" = own(self.config.policy or "oracle")
-        elif getattr(case, "kind", "episode") == "callsite":
-            from ..callsite.policies import callsite_output
-
-            action = callsite_output(self.config.policy or "oracle", case)  # type: ignore[arg-type]
         else:
             if self.config.policy == "menu_shy" and menu_shy_fails(case, len(tools)):
                 return Reply(content="", finish_reason="length", tokens_in=40 * len(tools),
