@@ -191,19 +191,29 @@ def test_a_servers_parse_refusal_is_the_models_malformed_call_under_openai(tier_
 
 
 # -- point 14: the embedded server refused to parse: the model's raw text, read as text ----------------
-def test_the_embedded_servers_refusal_keeps_the_models_text_graded_as_text(tier_a: pytest.Pytester) -> None:
-    # before: "malformed call (F2)" with 0 tokens and no text: neither the user nor a re-grade could
-    # see what the model said, and the paper's rule for text (no native call) was never applied
-    written = '```json\n{"name": "get_attribute", "arguments": {"record_id": "INV-Q7P2K"}}\n```'
-    refusal = "The model produced output that does not match the expected peg-native format"
-    with FakeModelServer(lambda body: status(500, refusal)) as server:
+PEG_REFUSAL = "The model produced output that does not match the expected peg-native format"
+
+
+def refused_then_raw(tier_a: pytest.Pytester, written: str) -> tuple[pytest.RunResult, list[tuple[str, Any]]]:
+    """A1 under provider "local": every chat request refused (HTTP 500, llama.cpp's parse error), and
+    `written` as the model's text when asked again without tool parsing; the result and the raw requests."""
+    with FakeModelServer(lambda body: status(500, PEG_REFUSAL)) as server:
         server.raw_text = written
         tier_a.path.joinpath("models.toml").write_text(
             model_toml(server.openai_url).replace('provider = "openai"', 'provider = "local"'))
         result = tier_a.runpytest("cases/tier_A/A1.toml", "--model", "fake", "--variants", "v0", "--instances",
                                   "i0", "--no-probe")
-        paths = [p for p, _ in server.raw_requests]
-        rendered = server.raw_requests[0][1]
+        return result, list(server.raw_requests)
+
+
+def test_the_embedded_servers_refusal_keeps_the_models_text_graded_as_text(tier_a: pytest.Pytester) -> None:
+    # before: "malformed call (F2)" with 0 tokens and no text: neither the user nor a re-grade could
+    # see what the model said, and the paper's rule for text (no native call) was never applied
+    written = '```json\n{"name": "get_attribute", "arguments": {"record_id": "INV-Q7P2K"}}\n```'
+    refusal = PEG_REFUSAL
+    result, raw_requests = refused_then_raw(tier_a, written)
+    paths = [p for p, _ in raw_requests]
+    rendered = raw_requests[0][1]
     assert paths == ["/apply-template", "/completion"]
     assert [t["function"]["name"] for t in rendered["tools"]]  # the same prompt: tools included
     assert result.parseoutcomes() == {"failed": 1}
@@ -219,13 +229,8 @@ def test_calls_in_the_templates_format_that_the_server_refused_are_the_models_ca
     # although they are what the embedded model's template asks for (tests/realmodel/test_template_formats.py)
     written = ('{"name": "get_attribute", "arguments": {"record_id": "INV-Q7P2K", "attribute": "units_on_hand"}}\n'
                '{"name": "search_everything", "arguments": {"q": "INV-Q7P2K"}}')
-    refusal = "The model produced output that does not match the expected peg-native format"
-    with FakeModelServer(lambda body: status(500, refusal)) as server:
-        server.raw_text = written
-        tier_a.path.joinpath("models.toml").write_text(
-            model_toml(server.openai_url).replace('provider = "openai"', 'provider = "local"'))
-        result = tier_a.runpytest("cases/tier_A/A1.toml", "--model", "fake", "--variants", "v0", "--instances",
-                                  "i0", "--no-probe")
+    refusal = PEG_REFUSAL
+    result, _ = refused_then_raw(tier_a, written)
     assert result.parseoutcomes() == {"failed": 1}
     (rec,) = records(tier_a)
     turn = rec["trajectory"]["turns"][0]
