@@ -28,6 +28,8 @@ MAX_THREADS = 256
 SCRIPTED_POLICIES: tuple[str, ...] = (
     "oracle",
     "menu_shy",
+    "workflow_shy",
+    "guide_shy",
     "hallucinate",
     "malformed",
     "exhaust",
@@ -118,6 +120,8 @@ class ModelConfig(BaseModel):
                                       "llama-server --threads-batch (prompt reading; default: as threads)")
     retries: int = Field(2, ge=0)
     system_prompt: Literal["default", "explicit_submission", "structured"] = "default"
+    repairs: tuple[Literal["workflow_prompt", "interface_guide", "router"], ...] | None = Field(
+        None, description="repair switches (docs/pressures.md, harness_repairs.py); None: none")
     params_b: float | None = Field(None, ge=0, description="parameter count in billions, for recipes")
     pricing: Pricing = Field(default_factory=Pricing)
     policy: str | None = Field(None, description="scripted policy name")
@@ -127,6 +131,12 @@ class ModelConfig(BaseModel):
                              "(relative to models.toml), see docs/callsite.md")
 
     _numbers = field_validator("*", mode="before")(classmethod(_no_bool_for_number))
+
+    @field_validator("repairs", mode="after")
+    @classmethod
+    def _repairs(cls, value: Any) -> Any:
+        """Sorted and de-duplicated, so the same set always gives the same keys; () is None."""
+        return tuple(sorted(set(value))) or None if value is not None else None
 
     @field_validator("base_url", mode="before")
     @classmethod
@@ -218,7 +228,7 @@ class ModelConfig(BaseModel):
     LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("hosted",)
     #: fields added after records existed: left out of public() while unset, so that the public view
     #: (and so the resume key) of every earlier configuration stays what it was
-    NEW_FIELDS: ClassVar[tuple[str, ...]] = ("hosted", "path")
+    NEW_FIELDS: ClassVar[tuple[str, ...]] = ("hosted", "path", "repairs")
 
     #: how the embedded llama.cpp server is started (docs/local-model.md)
     SERVER_FIELDS: ClassVar[tuple[str, ...]] = ("slots", "threads", "threads_batch")

@@ -38,7 +38,8 @@ def request_key(config: ModelConfig, messages: list[dict[str, Any]], tools: list
         "model": config.model or config.policy,
         "base_url": config.key_base_url(),  # a pool's keys name no replica (config.key_base_url)
         "sampling": [config.temperature, config.seed, config.max_tokens, config.think, config.system_prompt]
-        + ([config.reasoning_effort] if config.reasoning_effort is not None else []),  # old keys stay valid
+        + ([config.reasoning_effort] if config.reasoning_effort is not None else [])  # old keys stay valid
+        + ([{"repairs": list(config.repairs)}] if config.repairs else []),
         "messages": messages,
         "tools": tools,
     }

@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 from .context import prompt_cut
+from .harness_repairs import repaired_prompt, route_menu
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
 from .providers.base import ContextLimitError, MalformedReply, Provider, ProviderError, deadline_in
 from .providers.endpoints import EpisodeNet, episode_net
@@ -71,6 +72,7 @@ def run_episode(
     timeout_s: float = 600.0,
     remaining_steps: Callable[[ResolvedCase, Trajectory], int] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    repairs: tuple[str, ...] = (),
 ) -> Trajectory:
     """Run one episode and return its trajectory; never raises for model or endpoint failures.
 
@@ -78,7 +80,7 @@ def run_episode(
     """
     with episode_net() as net:
         traj = _play(case, provider, net, model=model, run=run, system_prompt=system_prompt, protocol=protocol,
-                     timeout_s=timeout_s, remaining_steps=remaining_steps, clock=clock)
+                     timeout_s=timeout_s, remaining_steps=remaining_steps, clock=clock, repairs=repairs)
     traj.endpoint_wait_s = round(net.waited_s, 6)
     traj.queue_s = round(traj.queue_s + net.queued_s, 6)
     return traj
@@ -86,7 +88,7 @@ def run_episode(
 
 def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str, run: int, system_prompt: str,
           protocol: Protocol, timeout_s: float, remaining_steps: Callable[[ResolvedCase, Trajectory], int] | None,
-          clock: Callable[[], float]) -> Trajectory:
+          clock: Callable[[], float], repairs: tuple[str, ...] = ()) -> Trajectory:
     start = clock()
     limits = protocol.limits(case)
     pc = case.pressure
@@ -99,8 +101,12 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         tools, narrow = pc.menu_schemas(), pc.narrowed_menu()
     sandbox = Sandbox(case.fixtures, offered, expected=case.gold.submission,
                       feedback=protocol.submission_feedback)
+    router = None
+    if "router" in repairs:  # the connector-first router: user text and public descriptions only
+        routed, router = route_menu(case.prompt, tools)
+        tools = routed if routed is not None else tools
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPTS[system_prompt]},
+        {"role": "system", "content": repaired_prompt(SYSTEM_PROMPTS[system_prompt], repairs)},
         {"role": "user", "content": case.prompt},
     ]
     traj = Trajectory(
@@ -108,6 +114,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         model=model, tools=list(offered), protocol=protocol.name,
         turn_budget=limits.turns, call_limit=limits.calls, token_budget=limits.tokens,
         distractors=list(distractors), lane=pc.lane if pc is not None else None,
+        repairs=list(repairs), router=router,
     )
     infeasible = remaining_steps if protocol.infeasibility_stop and limits.calls is not None else None
     seen: set[str] = set()

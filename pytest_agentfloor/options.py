@@ -329,6 +329,10 @@ def add_options(parser: pytest.Parser) -> None:
     add("--system-prompt", "agentfloor_system_prompt",
         "system prompt for every model: default|explicit_submission|structured; empty = each model's own",
         default="", shown="each model's own", metavar="NAME")
+    add("--agentfloor-repair", "agentfloor_repairs",
+        "repair switch for every model: workflow_prompt|interface_guide|router (seed 002's repairs, docs/pressures.md); "
+        "repeatable or comma-separated; a named deviation in every report header", default=[], ini_type="args",
+        shown="each model's own (none)", action="append", metavar="NAME")
     add("--think", "agentfloor_think", "Ollama models' reasoning switch: on|off; empty = each model's own",
         default="", shown="each model's own", metavar="on|off")
     add("--reasoning-effort", "agentfloor_reasoning_effort",
@@ -819,6 +823,18 @@ def _protocol(config: pytest.Config) -> Protocol:
         raise pytest.UsageError(f"{flag}: {exc}") from None
 
 
+def _repairs(config: pytest.Config) -> tuple[str, ...]:
+    """--agentfloor-repair NAME (repeatable, comma-separated), checked; () when none is named."""
+    from .harness_repairs import check_repairs
+
+    names = [n.strip() for chunk in (_opt(config, "agentfloor_repairs") or []) for n in str(chunk).split(",")
+             if n.strip()]
+    try:
+        return check_repairs(names)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--agentfloor-repair: {exc}") from None
+
+
 _THINK = {"on": True, "off": False}
 _EFFORTS = ("none", "minimal", "low", "medium", "high")
 _PROMPTS = ("default", "explicit_submission", "structured")
@@ -839,11 +855,14 @@ def _ablations(config: pytest.Config, models: dict[str, ModelConfig], protocol: 
         raise pytest.UsageError(f"--agentfloor-think: expected on or off, got {think!r}")
     if effort and effort not in _EFFORTS:
         raise pytest.UsageError(f"--agentfloor-reasoning-effort: expected one of {', '.join(_EFFORTS)}, got {effort!r}")
+    repairs = _repairs(config)
     out = {}
     for name, m in models.items():
         update: dict[str, Any] = {}
         if prompt:
             update["system_prompt"] = prompt
+        if repairs:
+            update["repairs"] = repairs
         if think and m.provider == "ollama":
             update["think"] = _THINK[think]
         if effort and m.provider in ("openai", "local"):

@@ -412,8 +412,11 @@ class AgentFloorSession:
             try:
                 if st.report_mode == "all":
                     probe = {name: cls for name, (cls, _) in state.probes.items()}
+                    from .report.files import deviations
+
+                    dev = deviations({"model": m.name, "config": m.public()} for m in self.options.selected)
                     self.summary = write_reports(records, meta, state.session_dir, probe=probe, run=run,
-                                                 section_options=self.section_options(), **opts)
+                                                 section_options=self.section_options(), deviation=dev, **opts)
                 else:
                     self.summary = build_summary(records, meta, **opts)[0]
             except (ValueError, OSError) as exc:
@@ -473,6 +476,10 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         if self.all_records():
             tr.write_line(f"agentfloor protocol {self.options.protocol.describe()}")
+            from .report.files import deviations
+
+            for line in deviations({"model": m.name, "config": m.public()} for m in self.options.selected):
+                tr.write_line(f"agentfloor: deviation from the protocol: {line}", yellow=True)
         queued = queue_line(self.records)
         if queued:
             tr.write_line(f"agentfloor: {queued}")

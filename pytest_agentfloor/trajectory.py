@@ -95,6 +95,8 @@ class Trajectory(BaseModel):
     context_window: int | None = Field(None, description="tokens of context in force, when known")
     distractors: list[str] = Field(default_factory=list, description="distractor schemas on a pressure menu")
     lane: str | None = Field(None, description="pressure menu lane: fixed, or routed (oracle-assisted)")
+    repairs: list[str] = Field(default_factory=list, description="repair switches in force (harness_repairs.py)")
+    router: str | None = Field(None, description="the router's outcome: narrowed, absent, ambiguous or no-change")
     endpoint_wait_s: float = Field(0.0, description="seconds the episode waited because an endpoint asked for a "
                                    "pause (Retry-After), its own retries' pauses included")
     queue_s: float = Field(0.0, description="seconds the episode queued and that were not its own: waiting for "

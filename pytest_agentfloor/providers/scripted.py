@@ -171,8 +171,34 @@ POLICIES: dict[str, Policy] = {
     # pressure: the oracle, except that a large menu (more than 32 schemas) exhausts the completion cap
     # on most cases (those whose id hashes to a nonzero residue mod 4) before any call
     "menu_shy": oracle,
+    # repairs (harness_repairs.py): the oracle, except where the repair's instruction is missing from
+    # the system prompt it is shown; what each does then is in `repair_shy_action`
+    "workflow_shy": oracle, "guide_shy": oracle,
 }
 MENU_SHY_LIMIT = 32
+
+
+def repair_shy_action(policy: str, case: "ResolvedCase", t: int,
+                      messages: list[dict[str, Any]]) -> "list[Call] | str | None":
+    """What a repair-shy policy does instead of the oracle's move, or None to play the oracle.
+
+    workflow_shy: on a workflow of more than three reference calls, it rushes from its third turn
+    to the final reference turn (skipping the dependent reads) unless the system prompt holds the
+    workflow prompt's verification instruction. guide_shy: once a tool result it read was compact or
+    typed, it gives up in plain text unless the system prompt holds the interface guide. Both read
+    only what a model reads: the messages."""
+    from ..harness_repairs import INTERFACE_GUIDE, WORKFLOW_SENTENCE
+
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    ref = _ref_turns(case)
+    if policy == "workflow_shy" and WORKFLOW_SENTENCE not in system:
+        if sum(len(x) for x in ref if not isinstance(x, str)) > 3 and t >= 2:
+            return ref[-1] if t == 2 else _final_text(case)
+    if policy == "guide_shy" and INTERFACE_GUIDE not in system:
+        tool_text = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
+        if any('"keys":' in c or '"type": "object"' in c for c in tool_text):
+            return "I cannot read these records."
+    return None
 
 
 def menu_shy_fails(case: "ResolvedCase", n_tools: int) -> bool:
@@ -198,7 +224,8 @@ class ScriptedProvider:
             if self.config.policy == "menu_shy" and menu_shy_fails(case, len(tools)):
                 return Reply(content="", finish_reason="length", tokens_in=40 * len(tools),
                              tokens_out=self.config.max_tokens)
-            action = self._policy(case, t)
+            shy = repair_shy_action(self.config.policy or "oracle", case, t, messages)
+            action = self._policy(case, t) if shy is None else shy
         tokens_in = sum(len(m.get("content") or "") for m in messages) // 4 + 40 * len(tools)
         if isinstance(action, str):
             return Reply(content=action, tokens_in=tokens_in, tokens_out=len(action) // 4 + 1)

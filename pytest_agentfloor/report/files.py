@@ -237,10 +237,22 @@ def run_line(run: Mapping[str, Any] | None) -> str | None:
     return " · ".join(bits)
 
 
+def deviations(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The repair switches the records ran under, one line each (model names sorted): every report
+    header names them, since a repair changes the harness while the protocol's limits stay frozen."""
+    seen: dict[tuple[str, ...], set[str]] = {}
+    for r in records:
+        cfg = r.get("config")
+        reps = cfg.get("repairs") if isinstance(cfg, Mapping) else None
+        if isinstance(reps, list) and reps:
+            seen.setdefault(tuple(str(x) for x in reps), set()).add(str(r.get("model")))
+    return [f"repair {' + '.join(k)} ({', '.join(sorted(v))})" for k, v in sorted(seen.items())]
+
+
 def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
                  runs: list[dict[str, Any]] | None = None, probe: Mapping[str, str] | None = None,
                  run: Mapping[str, Any] | None = None,
-                 sections: Mapping[str, Any] | None = None) -> dict[str, str]:
+                 sections: Mapping[str, Any] | None = None, deviation: list[str] | None = None) -> dict[str, str]:
     """The text of every report file, by file name; ``run`` (session.json) heads each of them;
     ``sections``: kind sections (:mod:`.sections`)."""
     from html import escape
@@ -274,6 +286,12 @@ def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],
         state = "complete" if run and run.get("complete") else "partial"
         html = html.replace("</header>\n", f'</header>\n<p class="run {state}"><strong>Run:</strong> '
                             f"{escape(line)}</p>\n", 1)
+    if deviation:
+        data["deviations"] = list(deviation)
+        text = "Deviation from the protocol: " + "; ".join(deviation)
+        head, _, rest = md.partition("\n")
+        md = f"{head}\n\n**{text}**\n{rest}"
+        html = html.replace("</header>\n", f'</header>\n<p class="deviation"><strong>{escape(text)}</strong></p>\n', 1)
     from .html import toc_html
 
     html = toc_html(html)
@@ -289,7 +307,8 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
                   reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
                   infra_as_failure: bool = False, cluster: str | None = None,
                   probe: Mapping[str, str] | None = None, run: Mapping[str, Any] | None = None,
-                  section_options: Mapping[str, Any] | None = None, **stats_opts: Any) -> Summary:
+                  section_options: Mapping[str, Any] | None = None, deviation: list[str] | None = None,
+                  **stats_opts: Any) -> Summary:
     """Aggregate ``records`` and write :data:`REPORT_FILES` into ``out_dir``; return the Summary.
 
     ``probe``: the session-start probe classification of each model (kept in summary.json).
@@ -299,7 +318,8 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
     ``records``: full runs.jsonl records or compact user_properties dicts (identical results).
     ``models_meta``: ``{model: public config}`` (e.g. ``{m.name: m.public()}``) or the output of
     :func:`models_meta_from_records`; only ``params_b``, ``provider`` and ``pricing`` are used,
-    and only for models that have records. Each file is replaced atomically.
+    and only for models that have records. Each file is replaced atomically. ``deviation``: the
+    repair lines of the header (:func:`deviations`; None: read from the records' ``config``).
     """
     summary, meta = build_summary(records, models_meta, reference=reference, margin_pp=margin_pp, n_boot=n_boot,
                                   seed=seed, infra_as_failure=infra_as_failure, cluster=cluster, **stats_opts)
@@ -308,7 +328,8 @@ def write_reports(records: list[dict[str, Any]], models_meta: dict[str, dict[str
     sections = compute_sections(prepare_records(records)[0], meta, reference=reference, options=section_options)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in render_files(summary, meta, run_outcomes(records), probe, run, sections).items():
+    dev = deviations(records) if deviation is None else deviation  # records without config: the caller's
+    for name, text in render_files(summary, meta, run_outcomes(records), probe, run, sections, dev).items():
         atomic_write(out_dir / name, text)
     return summary
 

@@ -49,7 +49,7 @@ class EpisodeKind:
 
         return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
                            protocol=options.protocol, timeout_s=options.episode_timeout,
-                           remaining_steps=remaining_steps)
+                           remaining_steps=remaining_steps, repairs=tuple(model.repairs or ()))
 
     def grade(self, case: ResolvedCase, trajectory: Trajectory, hook: Any,
               judgments: Mapping[str, Any] | None = None) -> Grade:
