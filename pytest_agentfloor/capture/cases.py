@@ -36,7 +36,7 @@ from ..callsite.graders import GRADERS
 from ..callsite.parsers import find_json, first_word, read_code
 from ..callsite.schema import AGENT_FUNCTIONS, CallSiteCase
 from .config import CaptureConfigError, load_config
-from .store import read_captures
+from .store import call_mix, read_captures
 from .wire import OLLAMA, content_text, sha256
 
 PROG = "python -m pytest_agentfloor capture cases"
@@ -238,7 +238,7 @@ def table_text(table: dict[str, Any], cases: list[dict[str, Any]], calls: int) -
     lines = [f"# written by `{PROG}` from {calls} captured call(s) of site {table['site']!r}: the references are",
              "# the production replies, provisional until reviewed (docs/capture.md)",
              'kind = "callsite"']
-    for key in ("site", "grader", "labels", "max_tokens", "system_prompt"):
+    for key in ("site", "grader", "labels", "max_tokens", "site_calls", "system_prompt"):
         if key in table:
             lines.append(f"{key} = {_value(table[key])}")
     if table.get("tools"):
@@ -267,8 +267,10 @@ def _max_tokens(seen: list[Seen]) -> int | None:
     return caps.pop() if len(caps) == 1 else None
 
 
-def build(seen: dict[str, Seen], graders: dict[str, dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
-    """({file name: TOML text}, notes)."""
+def build(seen: dict[str, Seen], graders: dict[str, dict[str, Any]],
+          mix: dict[str, int] | None = None) -> tuple[dict[str, str], list[str]]:
+    """({file name: TOML text}, notes). ``mix``: {site: calls captured} (store.call_mix), written into
+    every table of the site as ``site_calls``: the routing's weights."""
     groups: dict[tuple[str, str, str, str], list[Seen]] = {}
     for s in seen.values():
         shape, _ = s.reference()
@@ -293,6 +295,8 @@ def build(seen: dict[str, Seen], graders: dict[str, dict[str, Any]]) -> tuple[di
         else:
             grader, extra = infer_grader(shape, refs, site_refs.get(site, []))
         table: dict[str, Any] = {"site": site, "grader": grader, **extra, "system_prompt": system}
+        if mix and mix.get(site):
+            table["site_calls"] = mix[site]
         cap = _max_tokens(members)
         if cap is not None:
             table["max_tokens"] = cap
@@ -366,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     if not seen:
         print(f"{PROG}: error: {ns.source}: no usable captured call ({read} read, {skipped} skipped)", file=sys.stderr)
         return 2
-    files, notes = build(seen, config.graders)
+    files, notes = build(seen, config.graders, call_mix(ns.source))
     out = ns.out or ns.source
     out.mkdir(parents=True, exist_ok=True)
     held = [n for n in files if (out / n).is_file() and _reviewed(out / n)]
