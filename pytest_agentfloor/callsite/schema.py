@@ -211,6 +211,8 @@ class Provenance(_Strict):
     replies_seen: int = Field(1, ge=1, description="distinct replies to this request; the commonest is the reference")
     request_hash: str = Field(description="sha256 of the system prompt, messages and tools")
     params: dict[str, Any] = Field(default_factory=dict, description="the request's other fields (temperature, ...)")
+    production_reply: str | None = Field(
+        None, description="the production reply, kept when a reviewer edited the reference (capture review)")
 
     _params = field_validator("params", mode="before")(classmethod(lambda cls, v: _json_text(v)))
 

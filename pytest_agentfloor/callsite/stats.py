@@ -62,7 +62,7 @@ class SiteAccuracy:
     cost_usd: float  # one sweep: sum over cases of the mean cost of its calls
     spend_share: float | None  # this site's part of the model's sweep cost
     cost_per_call: float | None = None  # mean over cases of a case's mean cost
-    latency_s: float | None = None  # median wall time of one call (queueing excluded)
+    latency_s: float | None = None  # median latency of one call, as the provider measured it
 
 
 @dataclass(frozen=True)
@@ -280,8 +280,9 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
             toks = [float(r.get("tokens_in") or 0) for rs in by_case.values() for r in rs]
             cost = sum(_mean([float(r.get("cost_usd") or 0.0) for r in rs]) or 0.0 for rs in by_case.values())
             cells[(s, m)] = (sum(scores), len(scores), _mean(toks), cost)
-            walls = sorted(float(r["wall_s"]) for rs in by_case.values() for r in rs
-                           if isinstance(r.get("wall_s"), (int, float)))
+            # the model call's own latency (the provider's clock), not the item's wall time
+            walls = sorted(float(r["latency_s"]) for rs in by_case.values() for r in rs
+                           if isinstance(r.get("latency_s"), (int, float)))
             latency[(s, m)] = _median(walls)
             model_cost[m] += cost
     for s in sites:

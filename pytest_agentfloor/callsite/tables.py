@@ -29,7 +29,7 @@ def accuracy_table(s: CallSiteSummary) -> TextTable:
                   ["", "", "", "", cls, "", "", "", "", "", "", ""], end_section=i == len(cells) - 1)
     t.notes.append("One pass per case is one unit; a case run several times counts once, with its mean score. "
                    "Spend share: the site's part of that model's cost for the whole sweep. $/call: the mean cost "
-                   "of one case's call; latency/call: the median wall time of one call.")
+                   "of one case's call; latency/call: the median latency of one call.")
     if s.provisional:
         t.notes.append(f"{s.provisional} captured case(s) are provisional and not counted here (docs/capture.md, "
                        "'Review').")

@@ -234,24 +234,37 @@ def _value(v: Any) -> str:
     raise TypeError(f"no TOML for {v!r}")
 
 
-def table_text(table: dict[str, Any], cases: list[dict[str, Any]], calls: int) -> str:
+TABLE_KEYS = ("site", "grader", "labels", "max_tokens", "site_calls", "system_prompt")
+CASE_KEYS = ("id", "group", "review", "label", "code", "prompt", "reference")
+
+
+def table_text(table: dict[str, Any], cases: list[dict[str, Any]], calls: int, reviewed: bool = False) -> str:
+    """The TOML of one captured table. Fields a user added by hand (``parser``, ...) are written after
+    the known ones, so ``capture review`` can rewrite a table without losing them."""
     lines = [f"# written by `{PROG}` from {calls} captured call(s) of site {table['site']!r}: the references are",
-             "# the production replies, provisional until reviewed (docs/capture.md)",
+             "# the production replies, provisional until reviewed (docs/capture.md)"
+             + ("; reviewed with `capture review`" if reviewed else ""),
              'kind = "callsite"']
-    for key in ("site", "grader", "labels", "max_tokens", "site_calls", "system_prompt"):
+    for key in TABLE_KEYS:
         if key in table:
             lines.append(f"{key} = {_value(table[key])}")
+    for key, v in table.items():
+        if key not in TABLE_KEYS and key not in ("tools", "kind"):
+            lines.append(f"{json.dumps(key)} = {_value(v)}")
     if table.get("tools"):
         lines.append(f"tools = {_json_field(table['tools'])}")
     for case in cases:
         lines += ["", "[[case]]"]
-        for key in ("id", "group", "review", "label", "code", "prompt", "reference"):
+        for key in CASE_KEYS:
             if key in case:
                 lines.append(f"{key} = {_value(case[key])}")
+        for key, v in case.items():
+            if key not in CASE_KEYS and key not in ("messages", "provenance"):
+                lines.append(f"{json.dumps(key)} = {_value(v)}")
         if case.get("messages") is not None:
             lines.append(f"messages = {_json_field(case['messages'])}")
         prov = dict(case["provenance"])
-        params = prov.pop("params")
+        params = prov.pop("params", {})
         lines.append("provenance = " + _value(prov))
         if params:
             lines[-1] = lines[-1][:-2] + f", \"params\" = {toml_str(json.dumps(params, ensure_ascii=False))} }}"
