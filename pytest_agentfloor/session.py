@@ -509,7 +509,8 @@ class AgentFloorSession:
 
     def section_options(self) -> dict[str, Any]:
         """Options of the kinds' report sections (report/sections.py)."""
-        return {"callsite_weights": self.options.callsite_weights, "callsite_verdict": self.options.callsite_verdict}
+        return {"callsite_weights": self.options.callsite_weights, "callsite_verdict": self.options.callsite_verdict,
+                "margin_pp": self.options.margin_pp}
 
     def run_text(self) -> str:
         from .report.files import run_line

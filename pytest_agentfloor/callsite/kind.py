@@ -26,7 +26,7 @@ from ..suite.loader import CaseError, _loc, read_toml
 from ..trajectory import MAX_CALLS_PER_TURN, ToolCall, Trajectory, Turn
 from .graders import GRADERS, Outcome
 from .guard import guarded
-from .schema import CallSiteCase, Installation, SiteCase, SiteTable
+from .schema import CallSiteCase, Installation, SiteCase, SiteTable, _is_calls
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -144,6 +144,8 @@ def expand_table(data: dict[str, Any], path: Path, content_hash: str) -> list[Ca
     counters: dict[str, int] = {}
     out, seen, problems = [], set(), []
     for n, c in enumerate(table.cases):
+        if c.review == "dropped":  # a reviewer dropped it: kept in the file, never collected
+            continue
         counters[c.group] = counters.get(c.group, 0) + 1
         cid = c.id or f"{table.site}-{c.group}-{counters[c.group]:02d}"
         if cid in seen:
@@ -175,7 +177,7 @@ def expand_table(data: dict[str, Any], path: Path, content_hash: str) -> list[Ca
             reference=ref, content_hash=content_hash,
             messages_json=json.dumps(c.messages) if c.messages is not None else None,
             tools_json=json.dumps(table.tools) if table.tools else None, review=c.review,
-            calls=c.provenance.count if c.provenance is not None else None))
+            calls=c.provenance.count if c.provenance is not None else None, site_calls=table.site_calls))
     if problems:
         raise CaseError(path, problems[:8] + ([f"... and {len(problems) - 8} more"] if len(problems) > 8 else []))
     return out
@@ -234,7 +236,11 @@ def grade_call(case: CallSiteCase, traj: Trajectory, hook: Any = None) -> SiteGr
                                    f"tool call {traj.calls[0].name}")] + outcome.verdicts, outcome.details)
     first = outcome.first_failed
     flag = None if first is None else ("truncation" if traj.termination == "truncated" else "wrong_conclusion")
-    return SiteGrade(first is None, outcome.verdicts, first, None, flag, facets(case, outcome))
+    found = facets(case, outcome)
+    if case.review is not None and case.tools_json:  # a captured site that can act: acting versus refusing
+        found["acted"] = _is_calls(output)
+        found["refused"] = not found["acted"]
+    return SiteGrade(first is None, outcome.verdicts, first, None, flag, found)
 
 
 def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 0, protocol: str | None = None,

@@ -191,7 +191,10 @@ class CodegenGold(_Strict):
         return v
 
 
-REVIEW_STATES: tuple[str, ...] = ("provisional", "accepted", "edited")
+#: a captured reference's review (capture review): provisional = the production reply, unreviewed and not
+#: counted in the statistics; accepted / edited = counted; dropped = kept in the file (so a re-review and
+#: ``capture cases`` remember it) but never collected
+REVIEW_STATES: tuple[str, ...] = ("provisional", "accepted", "edited", "dropped")
 
 
 class Provenance(_Strict):
@@ -208,6 +211,8 @@ class Provenance(_Strict):
     replies_seen: int = Field(1, ge=1, description="distinct replies to this request; the commonest is the reference")
     request_hash: str = Field(description="sha256 of the system prompt, messages and tools")
     params: dict[str, Any] = Field(default_factory=dict, description="the request's other fields (temperature, ...)")
+    production_reply: str | None = Field(
+        None, description="the production reply, kept when a reviewer edited the reference (capture review)")
 
     _params = field_validator("params", mode="before")(classmethod(lambda cls, v: _json_text(v)))
 
@@ -227,8 +232,9 @@ class SiteCase(_Strict):
     reference: str | None = Field(None, description="an output that passes; derived from the gold where possible")
     messages: list[dict[str, Any]] | None = Field(
         None, description="the whole conversation after the system prompt, as captured (prompt: its last user turn)")
-    review: Literal["provisional", "accepted", "edited"] | None = Field(
-        None, description="a captured reference's review state; provisional: the production reply, unreviewed")
+    review: Literal["provisional", "accepted", "edited", "dropped"] | None = Field(
+        None, description="a captured reference's review state; provisional: the production reply, unreviewed "
+        "(not counted in the statistics); dropped: never collected")
     provenance: Provenance | None = None
 
     _messages = field_validator("messages", mode="before")(classmethod(lambda cls, v: _json_text(v)))
@@ -269,6 +275,9 @@ class SiteTable(_Strict):
     installations_dir: str = Field("installations", description="where installation files live, relative")
     tools: list[dict[str, Any]] = Field(default_factory=list,
                                         description="tool schemas offered with every case (OpenAI function format)")
+    site_calls: int | None = Field(
+        None, ge=1, description="captured: how often the agent called this site in the capture (every table of "
+        "the site holds the same number); the routing weights sites by it (docs/capture.md)")
     cases: list[SiteCase] = Field(alias="case")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -298,6 +307,17 @@ class SiteTable(_Strict):
             if self.grader in ("actuator", "planner") and not (case.installation or self.installation):
                 raise ValueError(f"{where}: grader {self.grader!r} needs an 'installation'")
         return self
+
+
+def _is_calls(text: str) -> bool:
+    """Is a reference the tool-call list a captured tool call is stored as ([{"name", "arguments"}])?"""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "name" in v for v in value)
 
 
 class CallSiteCase(BaseModel):
@@ -332,6 +352,7 @@ class CallSiteCase(BaseModel):
     tools_json: str | None = Field(None, description="JSON of the tool schemas offered")
     review: str | None = None
     calls: int | None = Field(None, description="captured: how often the agent made this request")
+    site_calls: int | None = Field(None, description="captured: how often the agent called this site")
 
     def conversation(self) -> list[dict[str, Any]]:
         """The request's messages: the system prompt (when set) and the captured turns, or the user turn."""
@@ -382,4 +403,7 @@ class CallSiteCase(BaseModel):
         if self.review is not None:  # captured cases only: existing records keep their shape
             out["review"] = self.review
             out["calls"] = self.calls
+            out["site_calls"] = self.site_calls
+            if self.tools_json:  # a site that can act: did the production reply act (call a tool)?
+                out["actionable"] = self.reference.lstrip().startswith("[") and _is_calls(self.reference)
         return out

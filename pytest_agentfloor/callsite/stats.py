@@ -21,6 +21,14 @@ Pure functions of the records (compact ``user_properties`` dicts or full runs.js
   per call and saving per call against the all-hosted reference: the reference model's route when
   one is named (all on it, hosted or not), else the most accurate all-hosted route. Which models
   are hosted: ``config.is_hosted`` (models.toml ``hosted``, else inferred from provider and pricing).
+  With a reference, one more route, ``matched_reference``: each site on the cheapest model that
+  matches the reference there (not significantly worse by the verdict's McNemar p, accuracy within
+  the margin of the reference's); the reference where none does. ``--agentfloor-routing-out`` writes it.
+
+Captured cases (docs/capture.md) add two rules. Only reviewed references count: records of cases
+whose ``review`` is ``provisional`` are set aside and counted (``CallSiteSummary.provisional``). And
+when no weights are given and every site's records carry ``site_calls`` (how often the agent called
+the site in the capture), the sites are weighted by that call mix instead of by their case counts.
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ class SiteAccuracy:
     mean_tokens_in: float | None
     cost_usd: float  # one sweep: sum over cases of the mean cost of its calls
     spend_share: float | None  # this site's part of the model's sweep cost
+    cost_per_call: float | None = None  # mean over cases of a case's mean cost
+    latency_s: float | None = None  # median latency of one call, as the provider measured it
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,8 @@ class Actuation:
     hallucinations: int
     substitution_share: float | None
     refused_actionable: int
+    #: captured sites that offer tools: one row per (model, site); actionable = the reference called a tool
+    site: str | None = None
 
 
 #: routing policy -> how the tables name it ({model}: the route's model)
@@ -90,6 +102,7 @@ POLICY_LABELS: dict[str, str] = {
     "hosted_generation": "hosted for generation only ({model})",
     "local_best_per_site": "all local, best per site",
     "local_single": "all local, one model ({model})",
+    "matched_reference": "per site, cheapest matching the reference ({model})",
 }
 
 
@@ -121,6 +134,10 @@ class CallSiteSummary:
     groups: dict[str, dict[str, float | None]] = field(default_factory=dict)  # site/group -> model -> acc
     warnings: tuple[str, ...] = ()
     verdict: str = "raw"  # which McNemar p decides "differs": "raw" (exact) or "holm" (adjusted)
+    weights_from: str = "cases"  # "option" (given weights), "captured call mix" (site_calls) or "cases"
+    site_calls: dict[str, int] = field(default_factory=dict)  # captured: calls per site in the capture
+    provisional: int = 0  # captured cases set aside: their reference is not reviewed
+    margin_pp: float = 10.0  # matched_reference: how far below the reference's accuracy a site may be
 
 
 #: which McNemar p the paired verdict reads (--agentfloor-callsite-verdict)
@@ -180,18 +197,29 @@ def _mean(xs: list[float]) -> float | None:
 
 def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None = None, *,
               reference: str | None = None, alpha: float = 0.05,
-              weights: Mapping[str, float] | None = None, verdict: str = "raw") -> CallSiteSummary | None:
+              weights: Mapping[str, float] | None = None, verdict: str = "raw",
+              margin_pp: float = 10.0) -> CallSiteSummary | None:
     """Every call-site statistic; None when there is no call-site record.
 
     ``verdict``: "raw" (the exact McNemar p decides, as in seed 001) or "holm" (the Holm-adjusted p).
+    ``margin_pp``: the matched_reference route's accuracy margin (percentage points).
     """
     if verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
     recs = callsite_records(records)
     if not recs:
         return None
-    meta = dict(meta or {})
     warnings: list[str] = []
+    held = {str(r["task"]) for r in recs if r["facets"].get("review") == "provisional"}
+    if held:
+        recs = [r for r in recs if r["facets"].get("review") != "provisional"]
+        warnings.append(f"{len(held)} captured case(s) are provisional (their reference is the unreviewed production "
+                        "reply) and are not counted; `python -m pytest_agentfloor capture review DIR` reviews them")
+    if not recs:
+        return CallSiteSummary(sites=(), models=(), reference=None, alpha=alpha, weights={}, accuracy={}, tests=[],
+                               actuation=[], routing=[], warnings=tuple(warnings), verdict=verdict,
+                               provisional=len(held), margin_pp=margin_pp)
+    meta = dict(meta or {})
     site_of: dict[str, str] = {}
     group_of: dict[str, str] = {}
     # (site, model) -> case -> list of scored records ; infra errors kept apart
@@ -218,6 +246,19 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
 
     cases_per_site = {s: len({t for t, ss in site_of.items() if ss == s}) for s in sites}
     total_cases = sum(cases_per_site.values())
+    site_calls: dict[str, int] = {}
+    for r in recs:
+        n = r["facets"].get("site_calls")
+        if isinstance(n, int) and n > 0:
+            site = str(r["facets"].get("site"))
+            site_calls[site] = max(site_calls.get(site, 0), n)
+    weights_from = "option" if weights else "cases"
+    if not weights and site_calls:
+        if set(site_calls) == set(sites):
+            weights, weights_from = site_calls, "captured call mix"
+        else:
+            warnings.append("sites weighted by their case counts: only "
+                            f"{', '.join(sorted(site_calls))} carry a captured call count (site_calls)")
     if weights:
         unknown = sorted(set(weights) - set(sites))
         if unknown:
@@ -231,6 +272,7 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
     accuracy: dict[str, dict[str, SiteAccuracy]] = {s: {} for s in sites}
     model_cost: dict[str, float] = defaultdict(float)
     cells: dict[tuple[str, str], tuple[float, int, float | None, float]] = {}
+    latency: dict[tuple[str, str], float | None] = {}
     for s in sites:
         for m in models:
             by_case = scored.get((s, m), {})
@@ -238,6 +280,10 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
             toks = [float(r.get("tokens_in") or 0) for rs in by_case.values() for r in rs]
             cost = sum(_mean([float(r.get("cost_usd") or 0.0) for r in rs]) or 0.0 for rs in by_case.values())
             cells[(s, m)] = (sum(scores), len(scores), _mean(toks), cost)
+            # the model call's own latency (the provider's clock), not the item's wall time
+            walls = sorted(float(r["latency_s"]) for rs in by_case.values() for r in rs
+                           if isinstance(r.get("latency_s"), (int, float)))
+            latency[(s, m)] = _median(walls)
             model_cost[m] += cost
     for s in sites:
         for m in models:
@@ -248,7 +294,8 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
             accuracy[s][m] = SiteAccuracy(
                 site=s, model=m, n_cases=n, n_records=n_records[(s, m)], n_infra=infra.get((s, m), 0), passed=k,
                 accuracy=(k / n if n else None), ci_low=lo, ci_high=hi, mean_tokens_in=mean_tokens, cost_usd=cost,
-                spend_share=(cost / model_cost[m] if model_cost[m] > 0 else None))
+                spend_share=(cost / model_cost[m] if model_cost[m] > 0 else None),
+                cost_per_call=(cost / n if n else None), latency_s=latency.get((s, m)))
 
     groups: dict[str, dict[str, float | None]] = {}
     for (s, m), by_case in scored.items():
@@ -258,11 +305,21 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
         for g, xs in per_group.items():
             groups.setdefault(f"{s}/{g}", {})[m] = _mean(xs)
 
+    tests = _tests(recs, sites, models, reference, alpha, verdict)
     return CallSiteSummary(
         sites=sites, models=models, reference=reference, alpha=alpha, weights=w, accuracy=accuracy,
-        tests=_tests(recs, sites, models, reference, alpha, verdict), actuation=_actuation(recs, models, alpha),
-        routing=_routing(accuracy, sites, models, reference, w, meta, cases_per_site, total_cases),
-        groups=dict(sorted(groups.items())), warnings=tuple(warnings), verdict=verdict)
+        tests=tests, actuation=_actuation(recs, models, alpha),
+        routing=_routing(accuracy, sites, models, reference, w, meta, cases_per_site, total_cases,
+                         tests=tests, margin_pp=margin_pp),
+        groups=dict(sorted(groups.items())), warnings=tuple(warnings), verdict=verdict, weights_from=weights_from,
+        site_calls=dict(sorted(site_calls.items())), provisional=len(held), margin_pp=margin_pp)
+
+
+def _median(xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def _key(r: Mapping[str, Any]) -> tuple[str, str, str, int]:
@@ -299,10 +356,17 @@ def _tests(recs: list[Mapping[str, Any]], sites: tuple[str, ...], models: tuple[
 
 
 def _actuation(recs: list[Mapping[str, Any]], models: tuple[str, ...], alpha: float) -> list[Actuation]:
+    """The actuator's rows (one per model), then one per (model, captured site that offers tools): there
+    a case is actionable when the production reply called a tool, and the model acted when it did."""
+    ok = [r for r in recs if not r.get("infra_error")]
+    groups: list[tuple[str, str | None, list[Mapping[str, Any]]]] = [
+        (m, None, [r for r in ok if r["model"] == m and r["facets"].get("grader") == "actuator"]) for m in models]
+    captured = sorted({str(r["facets"].get("site")) for r in ok
+                       if r["facets"].get("grader") != "actuator" and "acted" in r["facets"]})
+    groups += [(m, site, [r for r in ok if r["model"] == m and r["facets"].get("site") == site
+                          and "acted" in r["facets"]]) for site in captured for m in models]
     out = []
-    for m in models:
-        rs = [r for r in recs if r["model"] == m and r["facets"].get("grader") == "actuator"
-              and not r.get("infra_error")]
+    for m, site, rs in groups:
         if not rs:
             continue
         act = [r for r in rs if r["facets"].get("actionable")]
@@ -317,13 +381,14 @@ def _actuation(recs: list[Mapping[str, Any]], models: tuple[str, ...], alpha: fl
             execution_accuracy=k_exec / len(act) if act else None, execution_ci=wilson(k_exec, len(act), alpha),
             over_actuation=k_over / len(imp) if imp else None, over_actuation_ci=wilson(k_over, len(imp), alpha),
             substitutions=subs, hallucinations=hall, substitution_share=subs / len(wrong) if wrong else None,
-            refused_actionable=sum(1 for r in act if r["facets"].get("refused"))))
+            refused_actionable=sum(1 for r in act if r["facets"].get("refused")), site=site))
     return out
 
 
 def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], models: tuple[str, ...],
              reference: str | None, w: dict[str, float], meta: Mapping[str, Mapping[str, Any]],
-             cases_per_site: dict[str, int], total_cases: int) -> list[Route]:
+             cases_per_site: dict[str, int], total_cases: int, *, tests: list[SiteTest] | None = None,
+             margin_pp: float = 10.0) -> list[Route]:
     from ..config import is_hosted
 
     def cell(s: str, m: str) -> SiteAccuracy | None:
@@ -378,6 +443,8 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
             routes.append(Route("local_single", {}, None, 0.0, None, None, "no local model has records at every site",
                                 None, POLICY_LABELS["local_single"].format(model="none")))
     if reference is not None:
+        routes.append(route("matched_reference", matched_reference(acc, sites, models, reference, tests or [],
+                                                                   meta, margin_pp), reference))
         base = next((r for r in routes if r.model == reference and r.policy in ("all_on_reference", "all_hosted")),
                     None)
     else:
@@ -386,3 +453,34 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
         return [r if r is not base else replace(r, base=True) for r in routes]
     return [replace(r, saving=None if r.cost_per_call is None else 1 - r.cost_per_call / base.cost_per_call,
                     base=r is base) for r in routes]
+
+
+def matches(acc: dict[str, dict[str, SiteAccuracy]], site: str, model: str, reference: str,
+            tests: list[SiteTest], margin_pp: float) -> bool:
+    """Can `model` take `site` from the reference? Its paired test does not find it worse (the verdict's
+    p), and its accuracy is at most `margin_pp` points below the reference's. The reference matches itself."""
+    if model == reference:
+        return True
+    mine, ref = acc[site].get(model), acc[site].get(reference)
+    if mine is None or ref is None or mine.accuracy is None or ref.accuracy is None:
+        return False
+    test = next((t for t in tests if t.site == site and t.model == model), None)
+    if test is None or (test.significant and test.only_reference > test.only_model):
+        return False
+    return mine.accuracy >= ref.accuracy - margin_pp / 100 - 1e-12
+
+
+def matched_reference(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], models: tuple[str, ...],
+                      reference: str, tests: list[SiteTest], meta: Mapping[str, Mapping[str, Any]],
+                      margin_pp: float) -> dict[str, str | None]:
+    """Each site on the cheapest model per call that matches the reference there (ties: the smaller
+    model, then the more accurate, then the name); the reference where it is the only match."""
+    out: dict[str, str | None] = {}
+    for s in sites:
+        ok = [m for m in models if m in acc[s] and matches(acc, s, m, reference, tests, margin_pp)]
+        if not ok:
+            out[s] = reference if reference in acc[s] else None
+            continue
+        out[s] = min(ok, key=lambda m: (acc[s][m].cost_per_call or 0.0, _size(meta, m),
+                                        -float(acc[s][m].accuracy or 0.0), m != reference, m))
+    return out

@@ -9,21 +9,30 @@ from ..report.sections import ReportSection
 from ..render import safe_text
 from .stats import CallSiteSummary
 
+def seconds(x: float | None) -> str:
+    return DASH if x is None else (f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s")
+
+
 def accuracy_table(s: CallSiteSummary) -> TextTable:
     level = f"{100 * (1 - s.alpha):g}%"
     t = TextTable("callsite_accuracy", f"Call sites: accuracy per site and model with {level} Wilson CI",
                   ["site", "model", "cases", "passed", "accuracy", f"{level} CI", "infra", "mean tok in",
-                   "sweep $", "spend share"], "llrrrrrrrr")
+                   "sweep $", "spend share", "$/call", "latency/call"], "llrrrrrrrrrr")
     for site in s.sites:
         cells = [s.accuracy[site][m] for m in s.models if m in s.accuracy[site]]
         best = max((c.accuracy for c in cells if c.accuracy is not None), default=None)
         for i, c in enumerate(cells):
             cls = "best" if best is not None and c.accuracy == best else ""
             t.add([site, c.model, str(c.n_cases), f"{c.passed:g}", pct(c.accuracy), ci_pct(c.ci_low, c.ci_high),
-                   str(c.n_infra), tokens(c.mean_tokens_in), usd(c.cost_usd), pct(c.spend_share)],
-                  ["", "", "", "", cls, "", "", "", "", ""], end_section=i == len(cells) - 1)
+                   str(c.n_infra), tokens(c.mean_tokens_in), usd(c.cost_usd), pct(c.spend_share), usd(c.cost_per_call),
+                   seconds(c.latency_s)],
+                  ["", "", "", "", cls, "", "", "", "", "", "", ""], end_section=i == len(cells) - 1)
     t.notes.append("One pass per case is one unit; a case run several times counts once, with its mean score. "
-                   "Spend share: the site's part of that model's cost for the whole sweep.")
+                   "Spend share: the site's part of that model's cost for the whole sweep. $/call: the mean cost "
+                   "of one case's call; latency/call: the median latency of one call.")
+    if s.provisional:
+        t.notes.append(f"{s.provisional} captured case(s) are provisional and not counted here (docs/capture.md, "
+                       "'Review').")
     return t
 
 
@@ -53,7 +62,7 @@ def actuation_table(s: CallSiteSummary) -> TextTable | None:
                   ["model", "actionable", "execution acc.", "exec CI", "impossible", "over-actuation", "over CI",
                    "substitutions", "hallucinated", "substitution share", "refused actionable"], "lrrrrrrrrrr")
     for a in s.actuation:
-        t.add([a.model, str(a.n_actionable), pct(a.execution_accuracy), ci_pct(*a.execution_ci), str(a.n_impossible),
+        t.add([a.model if a.site is None else f"{a.model} @ {a.site}", str(a.n_actionable), pct(a.execution_accuracy), ci_pct(*a.execution_ci), str(a.n_impossible),
                pct(a.over_actuation), ci_pct(*a.over_actuation_ci), str(a.substitutions), str(a.hallucinations),
                pct(a.substitution_share), str(a.refused_actionable)])
     t.notes.append("Execution accuracy on requests that should produce calls; over-actuation: share of impossible "
@@ -61,6 +70,10 @@ def actuation_table(s: CallSiteSummary) -> TextTable | None:
                    "a model that never acts scores 0% over-actuation, so neither column is meaningful alone. "
                    "Substitution share: of the failed outputs that acted on a wrong device, those that chose a real "
                    "device of the site (not an invented id).")
+    if any(a.site is not None for a in s.actuation):
+        t.notes.append("MODEL @ SITE: a captured site that offers tools; actionable = the production reply called a "
+                       "tool, impossible = it answered in text; execution accuracy = passed on the actionable "
+                       "cases, over-actuation = called a tool where production answered.")
     return t
 
 
@@ -71,6 +84,10 @@ def routing_table(s: CallSiteSummary) -> TextTable:
         t.add([r.label or r.policy, pct(r.accuracy), usd(r.cost_usd), usd(r.cost_per_call), pct(r.saving),
                ("savings base" if r.base else "") + ("; " if r.base and r.note else "") + r.note])
     weights = ", ".join(f"{site} {100 * w:.0f}%" for site, w in s.weights.items())
+    if s.weights_from == "captured call mix":
+        weights += "; from the captured call mix: " + ", ".join(f"{k} {v} call(s)" for k, v in s.site_calls.items())
+    elif s.weights_from == "cases":
+        weights += "; each site's share of cases"
     base = next((r.label for r in s.routing if r.base), None)
     t.notes.append(f"Routed accuracy and $/call weight each site by its share of calls ({weights}); sweep $: "
                    "every case once. Saving: per call, against "
@@ -78,6 +95,10 @@ def routing_table(s: CallSiteSummary) -> TextTable:
                    "Generation only: planner and codegen on the hosted model, every other site on its best "
                    "local model. Ties go to the smaller model, then the cheaper. Hosted or local: models.toml "
                    "'hosted', else inferred from provider and pricing (docs/callsite.md).")
+    if any(r.policy == "matched_reference" for r in s.routing):
+        t.notes.append(f"Cheapest matching the reference: each site on the cheapest model per call that the paired "
+                       f"test does not find worse than {s.reference} and whose accuracy is within {s.margin_pp:g} "
+                       "points of it (--agentfloor-margin); --agentfloor-routing-out writes it.")
     return t
 
 
@@ -101,7 +122,7 @@ def group_table(s: CallSiteSummary) -> TextTable:
 
 #: columns the terminal may drop, in this order, to fit its width (report files keep them all)
 TERMINAL_OPTIONAL: dict[str, tuple[str, ...]] = {
-    "callsite_accuracy": ("spend share", "mean tok in", "infra", "passed", "sweep $"),
+    "callsite_accuracy": ("latency/call", "spend share", "mean tok in", "infra", "passed", "sweep $", "$/call"),
     "callsite_mcnemar": ("pairs", "only model", "only ref"),
     "callsite_actuation": ("refused actionable", "hallucinated", "substitutions", "exec CI", "over CI",
                            "actionable", "impossible"),
@@ -154,5 +175,6 @@ def section() -> ReportSection:
     return ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha, options:
                          stats.summarise(recs, meta, reference=reference, alpha=alpha,
                                          weights=options.get("callsite_weights"),
-                                         verdict=options.get("callsite_verdict") or "raw"),
+                                         verdict=options.get("callsite_verdict") or "raw",
+                                         margin_pp=float(options.get("margin_pp", 10.0))),
                          tables, scatter_svg, TERMINAL_OPTIONAL, frozenset({"callsite_groups"}))

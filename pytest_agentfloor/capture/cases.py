@@ -36,7 +36,7 @@ from ..callsite.graders import GRADERS
 from ..callsite.parsers import find_json, first_word, read_code
 from ..callsite.schema import AGENT_FUNCTIONS, CallSiteCase
 from .config import CaptureConfigError, load_config
-from .store import read_captures
+from .store import call_mix, read_captures
 from .wire import OLLAMA, content_text, sha256
 
 PROG = "python -m pytest_agentfloor capture cases"
@@ -234,24 +234,37 @@ def _value(v: Any) -> str:
     raise TypeError(f"no TOML for {v!r}")
 
 
-def table_text(table: dict[str, Any], cases: list[dict[str, Any]], calls: int) -> str:
+TABLE_KEYS = ("site", "grader", "labels", "max_tokens", "site_calls", "system_prompt")
+CASE_KEYS = ("id", "group", "review", "label", "code", "prompt", "reference")
+
+
+def table_text(table: dict[str, Any], cases: list[dict[str, Any]], calls: int, reviewed: bool = False) -> str:
+    """The TOML of one captured table. Fields a user added by hand (``parser``, ...) are written after
+    the known ones, so ``capture review`` can rewrite a table without losing them."""
     lines = [f"# written by `{PROG}` from {calls} captured call(s) of site {table['site']!r}: the references are",
-             "# the production replies, provisional until reviewed (docs/capture.md)",
+             "# the production replies, provisional until reviewed (docs/capture.md)"
+             + ("; reviewed with `capture review`" if reviewed else ""),
              'kind = "callsite"']
-    for key in ("site", "grader", "labels", "max_tokens", "system_prompt"):
+    for key in TABLE_KEYS:
         if key in table:
             lines.append(f"{key} = {_value(table[key])}")
+    for key, v in table.items():
+        if key not in TABLE_KEYS and key not in ("tools", "kind"):
+            lines.append(f"{json.dumps(key)} = {_value(v)}")
     if table.get("tools"):
         lines.append(f"tools = {_json_field(table['tools'])}")
     for case in cases:
         lines += ["", "[[case]]"]
-        for key in ("id", "group", "review", "label", "code", "prompt", "reference"):
+        for key in CASE_KEYS:
             if key in case:
                 lines.append(f"{key} = {_value(case[key])}")
+        for key, v in case.items():
+            if key not in CASE_KEYS and key not in ("messages", "provenance"):
+                lines.append(f"{json.dumps(key)} = {_value(v)}")
         if case.get("messages") is not None:
             lines.append(f"messages = {_json_field(case['messages'])}")
         prov = dict(case["provenance"])
-        params = prov.pop("params")
+        params = prov.pop("params", {})
         lines.append("provenance = " + _value(prov))
         if params:
             lines[-1] = lines[-1][:-2] + f", \"params\" = {toml_str(json.dumps(params, ensure_ascii=False))} }}"
@@ -267,8 +280,10 @@ def _max_tokens(seen: list[Seen]) -> int | None:
     return caps.pop() if len(caps) == 1 else None
 
 
-def build(seen: dict[str, Seen], graders: dict[str, dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
-    """({file name: TOML text}, notes)."""
+def build(seen: dict[str, Seen], graders: dict[str, dict[str, Any]],
+          mix: dict[str, int] | None = None) -> tuple[dict[str, str], list[str]]:
+    """({file name: TOML text}, notes). ``mix``: {site: calls captured} (store.call_mix), written into
+    every table of the site as ``site_calls``: the routing's weights."""
     groups: dict[tuple[str, str, str, str], list[Seen]] = {}
     for s in seen.values():
         shape, _ = s.reference()
@@ -293,6 +308,8 @@ def build(seen: dict[str, Seen], graders: dict[str, dict[str, Any]]) -> tuple[di
         else:
             grader, extra = infer_grader(shape, refs, site_refs.get(site, []))
         table: dict[str, Any] = {"site": site, "grader": grader, **extra, "system_prompt": system}
+        if mix and mix.get(site):
+            table["site_calls"] = mix[site]
         cap = _max_tokens(members)
         if cap is not None:
             table["max_tokens"] = cap
@@ -366,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     if not seen:
         print(f"{PROG}: error: {ns.source}: no usable captured call ({read} read, {skipped} skipped)", file=sys.stderr)
         return 2
-    files, notes = build(seen, config.graders)
+    files, notes = build(seen, config.graders, call_mix(ns.source))
     out = ns.out or ns.source
     out.mkdir(parents=True, exist_ok=True)
     held = [n for n in files if (out / n).is_file() and _reviewed(out / n)]

@@ -2,6 +2,7 @@
 
     python -m pytest_agentfloor capture --upstream URL [--listen 127.0.0.1:PORT] [--out cases/captured/]
     python -m pytest_agentfloor capture cases --from cases/captured/ [--config capture.toml] [--out DIR]
+    python -m pytest_agentfloor capture review cases/captured/ [--accept-all SITE] [--export/--import SHEET.csv]
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         from .cases import main as cases_main
 
         return cases_main(args[1:])
+    if args and args[0] == "review":
+        from .review import main as review_main
+
+        return review_main(args[1:])
     return _proxy_main(args)
 
 

@@ -113,3 +113,14 @@ def read_captures(folder: Path) -> Iterator[tuple[Path, int, dict[str, Any]]]:
             if not isinstance(rec, dict):
                 raise ValueError(f"{path}:{n}: not a JSON object")
             yield path, n, rec
+
+
+def call_mix(folder: Path) -> dict[str, int]:
+    """{site: how many calls the agent made to it}: every stored line, errors included (an errored call
+    is still traffic the site's model must serve). The routing weights the sites by this, not by
+    how many distinct requests (cases) each has."""
+    mix: dict[str, int] = {}
+    for _path, _n, rec in read_captures(folder):
+        site = str(rec.get("site") or "unassigned")
+        mix[site] = mix.get(site, 0) + 1
+    return mix

@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         section_options = {"callsite_weights": parse_weights(args.callsite_weights),
-                           "callsite_verdict": args.callsite_verdict}
+                           "callsite_verdict": args.callsite_verdict, "margin_pp": args.margin}
     except ValueError as exc:
         print(f"{prog}: error: --callsite-weights: {exc}", file=sys.stderr)
         return 2

@@ -107,7 +107,7 @@ def test_routing_policies_by_hand() -> None:
     s = summarise(recs, meta, reference="ref")
     r = routes(s)
     assert list(r) == [("all_hosted", "ref"), ("hosted_generation", "ref"), ("local_best_per_site", None),
-                       ("local_single", "mid")]
+                       ("local_single", "mid"), ("matched_reference", "ref")]
     hosted = r[("all_hosted", "ref")]
     assert hosted.cost_usd == pytest.approx(0.44) and hosted.base and hosted.label == "all hosted (ref)"
     assert hosted.accuracy == 1.0 and hosted.saving == 0.0
@@ -125,6 +125,16 @@ def test_routing_policies_by_hand() -> None:
     one = r[("local_single", "mid")]
     assert one.assignment == {"intent": "mid", "planner": "mid"} and one.label == "all local, one model (mid)"
     assert one.accuracy == pytest.approx(0.875) and one.saving == 1.0
+    # matching the reference (margin 10 points): intent moves to small (4/4 like ref, free, smaller than mid);
+    # planner stays: mid 3/4 = 75% and small 1/4 = 25% are more than 10 points below ref's 100%, although
+    # McNemar does not find either worse (b = 0, c = 1: p = 1; b = 0, c = 3: p = 0.25)
+    matched = r[("matched_reference", "ref")]
+    assert matched.assignment == {"intent": "small", "planner": "ref"}
+    assert matched.accuracy == 1.0 and matched.cost_usd == pytest.approx(0.40)
+    assert matched.saving == pytest.approx(1 - (0.5 * 0 + 0.5 * 0.10) / (0.5 * 0.01 + 0.5 * 0.10))
+    # a 30-point margin lets mid (75%) take the planner too; small (25%) still cannot
+    wide = {x.policy: x for x in summarise(recs, meta, reference="ref", margin_pp=30).routing}["matched_reference"]
+    assert wide.assignment == {"intent": "small", "planner": "mid"} and wide.saving == 1.0
 
 
 def test_without_a_hosted_model_the_savings_base_is_the_reference() -> None:

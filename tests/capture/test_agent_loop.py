@@ -130,5 +130,6 @@ def test_agents_through_the_proxy_become_cases_the_oracle_passes(pytester: pytes
     # router: 4 distinct turns; weather: 3 tool-call requests + 3 answers; ollama: 2 + 2
     result.assert_outcomes(passed=4 + 6 + 4)
     summary = json.loads((pytester.path / "reports" / "summary.json").read_text())["callsite"]
-    assert summary["sites"] == ["ollama_weather", "router", "weather"]
+    # nothing reviewed yet: every case is provisional, so the statistics count none of them
+    assert summary["sites"] == [] and summary["provisional"] == 14
     shutil.rmtree(out)
