@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("results",)),
     ("judge and statistics", ("judge", "judge.*", "corpus", "stats", "stats.*", "callsite.stats", "pressure.repairs",
                               "pressure.repairs.*")),
-    ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade", "capture.cases")),
+    ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade", "capture.cases", "capture.review")),
     ("case kinds", ("suite.kind", "callsite.kind", "callsite.tables", "pressure.kind", "pressure.tables")),
     ("pytest", ("plugin", "items", "options", "runstate", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__",
                 "capture.command")),
