@@ -58,9 +58,9 @@ def find_binary() -> Path:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise LocalServerError(f"{BINARY_ENV}={explicit} is not an executable file")
         return path
-    from . import xserve
+    from .xserve import available
 
-    if xserve.available():  # the shim is installed with the package, beside this interpreter
+    if available():  # the shim is installed with the package, beside this interpreter
         for shim in (Path(sys.executable).parent / SHIM, shutil.which(SHIM)):
             if shim and Path(shim).is_file() and os.access(shim, os.X_OK):
                 return Path(shim)
