@@ -104,7 +104,8 @@ def test_serves_the_embedded_model_and_stops_on_sigterm(wheel: None, tmp_path: P
         import json
         import urllib.request
 
-        models = json.load(urllib.request.urlopen(srv.openai_url + "/models", timeout=30))
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+        models = json.load(direct.open(srv.openai_url + "/models", timeout=30))
         assert [m["id"] for m in models["data"]] == ["local"]
     assert not srv.running
     text = log.read_text()
