@@ -336,9 +336,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """--dist load with --agentfloor-concurrency: keep each worker's queue as deep as its look-ahead."""
     if _options(config) is None:
         return None
-    from . import prefetch
+    from .prefetch import make_scheduler
 
-    return prefetch.make_scheduler(config, log)
+    return make_scheduler(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -363,9 +363,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     options = _options(session.config)
     if options is not None and options.concurrency > 1:
-        from . import prefetch
+        # `from .prefetch import`, never `from . import prefetch`: the latter takes the package's
+        # attribute, which after pytester's in-process run restores sys.modules is the previous run's
+        # module, whose StashKey items.py (importing the new one) does not know; no look-ahead then.
+        from .prefetch import start
 
-        prefetch.start(session, options.concurrency)
+        start(session, options.concurrency)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -373,23 +376,23 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """With --concurrency, upcoming items' episodes play in threads; items still report in order."""
     if _options(item.config) is None:
         return (yield)
-    from . import prefetch
+    from .prefetch import after_item, before_item, prefetcher_key
 
-    if prefetch.prefetcher_key not in item.config.stash:
+    if prefetcher_key not in item.config.stash:
         return (yield)
-    prefetch.before_item(item)
+    before_item(item)
     try:
         return (yield)
     finally:
-        prefetch.after_item(item)
+        after_item(item)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _options(session.config) is not None:
-        from . import prefetch
+        from .prefetch import finish
 
-        prefetch.finish(session.config)
+        finish(session.config)
 
 
 class _Crash:
