@@ -292,7 +292,8 @@ class CaseItem(pytest.Item):
         assert self.trajectory is not None  # a record is saved once the episode has played
         save_record(self, build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
                                        protocol=self.config.stash[options_key].protocol.params(),
-                                       judging=self.assessment, harness_error=harness_error))
+                                       judging=self.assessment, harness_error=harness_error,
+                                       secrets=self.config.stash[state_key].model_secrets()))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .report.format import UNKNOWN
 from .results import read_records
 from .suite.schema import TIERS
 
@@ -28,12 +29,16 @@ class History:
     runs: int = 0
     turns: float = 0.0
     cost_usd: float = 0.0
+    costed: int = 0  # runs with a known cost: an unpriced model's cost is unknown (null), never $0
     wall_s: float = 0.0
 
     def add(self, r: dict[str, Any]) -> None:
         self.runs += 1
         self.turns += float(r.get("turns") or 0)
-        self.cost_usd += float(r.get("cost_usd") or 0)
+        cost = r.get("cost_usd")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+            self.cost_usd += float(cost)
+            self.costed += 1
         self.wall_s += float(r.get("wall_s") or 0)
 
 
@@ -52,8 +57,14 @@ class PlanRow:
 
     @property
     def cost_usd(self) -> float | None:
+        """The mean over the earlier runs whose cost is known (as the reports average); None: unknown."""
         h = self.history
-        return self.items * h.cost_usd / h.runs if h.runs else None
+        return self.items * h.cost_usd / h.costed if h.costed else None
+
+    @property
+    def cost_unknown(self) -> bool:
+        """Earlier runs exist but none has a cost (no pricing): unknown, not "no history"."""
+        return bool(self.history.runs) and not self.history.costed
 
     @property
     def wall_s(self) -> float | None:
@@ -99,8 +110,8 @@ def tier_order(tier: str) -> tuple[int, str]:
     return (TIERS.index(tier), "") if tier in TIERS else (len(TIERS), tier)
 
 
-def _usd(x: float | None) -> str:
-    return "—" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+def _usd(x: float | None, missing: str = "—") -> str:
+    return missing if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
 
 
 def _dur(s: float | None) -> str:
@@ -118,13 +129,14 @@ def render_plan(rows: list[PlanRow], n_sessions: int, workers: int, pricing: dic
     for r in rows:
         exp = "—" if r.expected_requests is None else f"{r.expected_requests:,.0f}"
         lines.append(f"{r.model[:24]:24} {r.tier:4} {r.items:>6} {r.max_requests:>8} {exp:>8} "
-                     f"{_usd(r.cost_usd):>10} {_dur(r.wall_s):>9}")
+                     f"{_usd(r.cost_usd, UNKNOWN if r.cost_unknown else '—'):>10} {_dur(r.wall_s):>9}")
     total_items = sum(r.items for r in rows)
     known = [r for r in rows if r.history.runs]
-    cost = sum(r.cost_usd or 0 for r in known)
+    # one row of unknown cost makes the total unknown: a sum without it would read as the whole bill
+    cost = None if any(r.cost_unknown for r in known) else sum(r.cost_usd or 0 for r in known)
     wall = sum(r.wall_s or 0 for r in known) / max(workers, 1)
     lines.append(f"{'total':24} {'':4} {total_items:>6} {sum(r.max_requests for r in rows):>8} "
-                 f"{sum(r.expected_requests or 0 for r in known):>8,.0f} {_usd(cost) if known else '—':>10} "
+                 f"{sum(r.expected_requests or 0 for r in known):>8,.0f} {_usd(cost, UNKNOWN) if known else '—':>10} "
                  f"{_dur(wall) if known else '—':>9}")
     unknown = sorted({r.model for r in rows if not r.history.runs})
     lines.append(f"estimates from {n_sessions} earlier session(s) in the report dir"
@@ -132,6 +144,8 @@ def render_plan(rows: list[PlanRow], n_sessions: int, workers: int, pricing: dic
     for m in unknown:
         lines.append(f"no earlier runs of {m} on some tiers: its cost there is unknown (pricing: {pricing.get(m, 'none')}); "
                      "max req is the most requests its items can make")
+    for m in sorted({r.model for r in rows if r.cost_unknown}):
+        lines.append(f"earlier runs of {m} carry no cost (no pricing when they ran): its cost is unknown, not $0")
     return lines
 
 

@@ -434,7 +434,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     """Put the records this phase made on its report: TestReport keeps extra attributes through xdist.
 
     Also shortens an infrastructure error or a context-limit error raised in setup: pytest calls
-    repr_failure only for the call phase, so CaseItem.repr_failure never sees them.
+    repr_failure only for the call phase, so CaseItem.repr_failure never sees them. And masks the
+    session's secrets (masking.py) in the failure text and captured output: the terminal and JUnit XML
+    print those, and a model can echo a key.
     """
     report = yield
     if _options(item.config) is None:
@@ -450,6 +452,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         if isinstance(report.longrepr, str):
             # pytest renders any longrepr with toterminal(), but types it as its own TerminalRepr
             report.longrepr = Headline(report.longrepr)  # type: ignore[assignment]
+    _mask_report(item.config, report)
     made = item.stash.get(records_key, None)
     if made:
         from .results import compact
@@ -457,6 +460,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         report.agentfloor_records = [compact(r) for r in made]  # type: ignore[attr-defined]
         made.clear()
     return report
+
+
+def _mask_report(config: pytest.Config, report: pytest.TestReport) -> None:
+    """No secret of the session in what pytest prints or writes of this report (its failure text, its
+    captured output); a report that shows none is left as it is (its rich rendering kept)."""
+    from .runstate import state_key
+
+    state = config.stash.get(state_key, None)
+    forms = state.model_secrets() if state is not None else ()
+    if not forms:
+        return
+    from .masking import mask_text
+
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:  # a skip: (path, line, reason)
+        path, line, reason = report.longrepr
+        report.longrepr = (path, line, mask_text(str(reason), forms))
+    elif report.longrepr is not None:
+        text = report.longrepr.text if isinstance(report.longrepr, Headline) else str(report.longrepr)
+        masked = mask_text(text, forms)
+        if masked != text:
+            report.longrepr = Headline(masked)  # type: ignore[assignment]
+    report.sections = [(title, mask_text(body, forms)) for title, body in report.sections]
 
 
 # -- fixtures for users' own tests ----------------------------------------------------------
@@ -515,7 +540,7 @@ def agentfloor_episode(request: pytest.FixtureRequest, agentfloor_model: "ModelC
         result = grade(resolved, traj, request.config.hook, assessment.by_predicate())
         if record:
             save_record(request.node, build_record(resolved, traj, result, agentfloor_model, request.node.nodeid,
-                                                   judging=assessment))
+                                                   judging=assessment, secrets=state.model_secrets()))
         return traj, result
 
     return run

@@ -42,6 +42,7 @@ region, which is why `auto` chooses the plain lines there.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -73,7 +74,10 @@ class ModelProgress:
     tokens_in: int = 0
     tokens_out: int = 0
     requests: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # summed over the reports whose cost is known
+    costed: int = 0  # reports with a known cost
+    uncosted: int = 0  # reports whose cost is unknown (no pricing, or usage the server got wrong)
+    priced: bool | None = None  # models.toml gives a price (None: not known here, e.g. under xdist)
     ahead: int = 0  # episodes finished in the look-ahead pool whose items have not reported yet
     in_flight: int = 0  # episodes playing now (past any gate): each waits on its request or runs a tool
     episode_s: float = 0.0  # summed time of the finished look-ahead episodes
@@ -176,6 +180,16 @@ def schedule_eta(pending: list[str], running: list[tuple[str, float]], means: di
     return out
 
 
+def cost_text(p: ModelProgress) -> str:
+    """The cost so far: the known part (left out, as the reports leave it out, where unknown), or the
+    reports' "unknown" for a model none of whose runs has a cost; $0 only for a priced model that spent 0."""
+    from .report.format import UNKNOWN
+
+    if not p.costed and (p.uncosted or p.priced is False):
+        return f"cost {UNKNOWN}"
+    return f"${p.cost_usd:.4f}"
+
+
 def _count(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e4 else str(n)
 
@@ -194,7 +208,7 @@ def progress_groups(name: str, p: ModelProgress, elapsed: float, eta_s: float | 
         (99, [(f", {p.skipped} skipped" if p.skipped else "", "yellow")]),
         (4, [(f", {p.in_flight} in flight" if concurrent else "", "")]),
         (1, [(f" | tokens {p.tokens_in:,} in / {p.tokens_out:,} out", "")]),
-        (3, [(" | ", ""), (f"${p.cost_usd:.4f}", "cyan")]),
+        (3, [(" | ", ""), (cost_text(p), "cyan")]),
         (2, [(f" | {rate:.1f} req/s", "")]),
         (90, [(" | ", ""), (f"ETA {eta}", "bold")]),
     ]
@@ -258,7 +272,7 @@ def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0,
         (f"{p.errors} err", "bold red" if p.errors else ""),
         (f" {p.skipped} skipped" if p.skipped else "", "yellow"), (" | ", "dim"),
         (f"ETA {eta}", "bold"), (" | ", "dim"),
-        (f"${p.cost_usd:.4f}", "cyan"), (" | ", "dim"),
+        (cost_text(p), "cyan"), (" | ", "dim"),
         (f"{rate:.1f} req/s", ""), (" | ", "dim"),
         (f"tokens {_count(p.tokens_in)} in {_count(p.tokens_out)} out", ""),
     ]
@@ -443,7 +457,12 @@ class Progress:
         for item in session.items:
             name = getattr(getattr(item, "model", None), "name", None)
             if name is not None and ".toml::" in item.nodeid:
-                self._model(name).total += 1
+                p = self._model(name)
+                p.total += 1
+                pricing = getattr(getattr(item, "model", None), "pricing", None)
+                if pricing is not None:
+                    p.priced = any(getattr(pricing, k, None) is not None
+                                   for k in ("hourly_usd", "input_per_mtok", "output_per_mtok"))
                 self.order.append((item.nodeid, name))
 
     # --- episodes of the look-ahead pool (called from its threads) -----------------------------
@@ -588,7 +607,12 @@ class Progress:
                 p.tokens_in += int(props.get("tokens_in") or 0)
                 p.tokens_out += int(props.get("tokens_out") or 0)
                 p.requests += int(props.get("turns") or 0)
-            p.cost_usd += float(props.get("cost_usd") or 0.0)
+            cost = _cost(props.get("cost_usd"))
+            if cost is None:
+                p.uncosted += 1  # unknown (an empty property): never added as $0
+            else:
+                p.cost_usd += cost
+                p.costed += 1
         if report.when == "setup" and report.skipped:
             p.skipped += 1
         elif report.when == "setup" and report.failed:
@@ -715,6 +739,17 @@ class Progress:
         # the last word on each model, once the run is over (-q keeps a live display's screen quiet)
         if self.printed and (self.display != "live" or self.config.get_verbosity() >= 0):
             self.show()
+
+
+def _cost(value: object) -> float | None:
+    """A report's cost_usd property (text in JUnit form; empty: unknown) as dollars, None if unknown."""
+    if isinstance(value, bool) or value is None or value == "":
+        return None
+    try:
+        usd = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return usd if math.isfinite(usd) and usd >= 0 else None
 
 
 class _nothing:

@@ -64,13 +64,15 @@ def _valid_cost(x: object) -> bool:
 
 def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
                  nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None,
-                 harness_error: str | None = None) -> dict[str, Any]:
+                 harness_error: str | None = None, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
     """One run's record; `protocol` is the Protocol's params(), so the record says its rules.
 
     `judging`: the item's judge.assess.Assessment; a judge error makes the run an infrastructure
     error (the judged model's cost and latency stay its own; the judge's are reported apart).
     `harness_error`: the harness failed after the episode (a grader crashed): an infrastructure
     error too, never the model's failure, with the episode kept in the record.
+    `secrets`: forms of the session's keys and passwords (RunState.model_secrets): masked as *** in the
+    whole record after grading and before the text cap, so no cut leaves a piece of one.
     """
     judge_error = getattr(judging, "error", None) or harness_error
     infra = traj.termination in INFRA_TERMINATIONS or judge_error is not None
@@ -144,6 +146,10 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
     if judging is not None:
         record["judge"] = judging.record()
         record.update(judging.scalars())
+    if secrets:
+        from .masking import mask
+
+        record = mask(record, secrets)
     stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"],
                                 "verdicts": record["verdicts"]})
     record.update(stored)

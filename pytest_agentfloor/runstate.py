@@ -53,6 +53,8 @@ class RunState:
     #: where this session's own records start in its runs.jsonl (after any resumed ones), for --max-cost
     cost_start: int = 0
     cost_meter: CostMeter | None = None
+    #: every form of the models' API keys and base_url passwords, collected once (masking.model_secrets)
+    _secrets: tuple[str, ...] | None = None
 
     @classmethod
     def from_workerinput(cls, options: Options, workerinput: Mapping[str, Any]) -> RunState:
@@ -87,6 +89,15 @@ class RunState:
 
             self.cost_meter = CostMeter((self.session_dir or self.options.report_dir) / "runs.jsonl", self.cost_start)
         return self.cost_meter.read()
+
+    def model_secrets(self) -> tuple[str, ...]:
+        """What records and failure text must never show (masking.py), read once per process from
+        the selected models and the judge: a key set after the session started is not looked up again."""
+        if self._secrets is None:
+            from .masking import model_secrets
+
+            self._secrets = model_secrets([*self.options.selected, self.options.judge])
+        return self._secrets
 
     def provider(self, config: ModelConfig) -> Provider:
         """This process's provider for a model, made on first use (recording, replaying or live)."""

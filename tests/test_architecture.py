@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent / PKG
 #: A module's layer is the first pattern (fnmatch on the dotted name without the package) it matches.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("", "config", "context", "render", "matching", "nodeids", "runinfo", "reportdir", "shard",
-                    "hookspec", "junit", "progress", "kindspec", "trajectory", "report.format", "report.args", "locking", "casefiles", "versions",
+                    "hookspec", "junit", "progress", "kindspec", "trajectory", "report.format", "report.args", "locking", "casefiles", "versions", "masking",
                     "harness_repairs")),
     ("case data", ("suite", "suite.schema", "suite.predicates", "suite.loader", "suite.table", "suite.calibration", "protocol",
                    "sandbox", "sandbox.*", "kinds", "pressure", "pressure.cell", "pressure.catalogue",

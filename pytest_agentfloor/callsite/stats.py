@@ -18,7 +18,8 @@ Pure functions of the records (compact ``user_properties`` dicts or full runs.js
   elsewhere (each hosted model); all local, the best local model per site; all local, the one
   local model with the best routed accuracy. Ties go to the smaller model, then the cheaper, then
   the name. Each route has its accuracy weighted by the sites' shares of calls, sweep cost, cost
-  per call and saving per call against the all-hosted reference: the reference model's route when
+  per call and saving per call (unknown, None, when a site's model has no known cost: an unpriced
+  model is never $0, so never the cheapest in a tie or in ``matched_reference``) against the all-hosted reference: the reference model's route when
   one is named (all on it, hosted or not), else the most accurate all-hosted route. Which models
   are hosted: ``config.is_hosted`` (models.toml ``hosted``, else inferred from provider and pricing).
   With a reference, one more route, ``matched_reference``: each site on the cheapest model that
@@ -33,6 +34,7 @@ the site in the capture), the sites are weighted by that call mix instead of by 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -59,7 +61,7 @@ class SiteAccuracy:
     ci_low: float | None
     ci_high: float | None
     mean_tokens_in: float | None
-    cost_usd: float  # one sweep: sum over cases of the mean cost of its calls
+    cost_usd: float | None  # one sweep: sum over cases of the mean cost of its calls; None: unknown (no pricing)
     spend_share: float | None  # this site's part of the model's sweep cost
     cost_per_call: float | None = None  # mean over cases of a case's mean cost
     latency_s: float | None = None  # median latency of one call, as the provider measured it
@@ -111,7 +113,7 @@ class Route:
     policy: str
     assignment: dict[str, str]
     accuracy: float | None
-    cost_usd: float
+    cost_usd: float | None  # None: unknown (a site's model has no known cost) or no route
     cost_per_call: float | None  # under the sites' call mix (the weights)
     saving: float | None  # fraction of the base route's cost per call saved
     note: str = ""
@@ -195,6 +197,35 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _cost(r: Mapping[str, Any]) -> float | None:
+    """A record's cost_usd if known: a finite figure >= 0 (a number, or its text in a report property)."""
+    value = r.get("cost_usd")
+    if isinstance(value, bool) or value is None or value == "":
+        return None
+    try:
+        usd = float(value)
+    except (TypeError, ValueError):
+        return None
+    return usd if math.isfinite(usd) and usd >= 0 else None
+
+
+def _case_costs(by_case: Mapping[str, list[Mapping[str, Any]]]) -> float | None:
+    """Sum over cases of each case's mean known cost; None (unknown) when any case has no known cost,
+    so a model without pricing is never counted as $0 (the reports' rule: unknown, never zero)."""
+    total = 0.0
+    for rs in by_case.values():
+        mean = _mean([c for r in rs if (c := _cost(r)) is not None])
+        if mean is None:
+            return None
+        total += mean
+    return total
+
+
+def _cheap(cost: float | None) -> float:
+    """A cost as a sort key: unknown sorts after every known figure, never as the cheapest."""
+    return float("inf") if cost is None else cost
+
+
 def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None = None, *,
               reference: str | None = None, alpha: float = 0.05,
               weights: Mapping[str, float] | None = None, verdict: str = "raw",
@@ -270,32 +301,34 @@ def summarise(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[s
         w = {s: cases_per_site[s] / total_cases for s in sites}
 
     accuracy: dict[str, dict[str, SiteAccuracy]] = {s: {} for s in sites}
-    model_cost: dict[str, float] = defaultdict(float)
-    cells: dict[tuple[str, str], tuple[float, int, float | None, float]] = {}
+    model_cost: dict[str, float | None] = defaultdict(float)
+    cells: dict[tuple[str, str], tuple[float, int, float | None, float | None]] = {}
     latency: dict[tuple[str, str], float | None] = {}
     for s in sites:
         for m in models:
             by_case = scored.get((s, m), {})
             scores = [sum(bool(r["passed"]) for r in rs) / len(rs) for rs in by_case.values()]
             toks = [float(r.get("tokens_in") or 0) for rs in by_case.values() for r in rs]
-            cost = sum(_mean([float(r.get("cost_usd") or 0.0) for r in rs]) or 0.0 for rs in by_case.values())
+            cost = _case_costs(by_case)
             cells[(s, m)] = (sum(scores), len(scores), _mean(toks), cost)
             # the model call's own latency (the provider's clock), not the item's wall time
             walls = sorted(float(r["latency_s"]) for rs in by_case.values() for r in rs
                            if isinstance(r.get("latency_s"), (int, float)))
             latency[(s, m)] = _median(walls)
-            model_cost[m] += cost
+            before = model_cost[m]
+            model_cost[m] = None if before is None or cost is None else before + cost
     for s in sites:
         for m in models:
             k, n, mean_tokens, cost = cells[(s, m)]
             if n_records.get((s, m), 0) == 0:
                 continue
             lo, hi = wilson(k, n, alpha)
+            whole = model_cost[m]
             accuracy[s][m] = SiteAccuracy(
                 site=s, model=m, n_cases=n, n_records=n_records[(s, m)], n_infra=infra.get((s, m), 0), passed=k,
                 accuracy=(k / n if n else None), ci_low=lo, ci_high=hi, mean_tokens_in=mean_tokens, cost_usd=cost,
-                spend_share=(cost / model_cost[m] if model_cost[m] > 0 else None),
-                cost_per_call=(cost / n if n else None), latency_s=latency.get((s, m)))
+                spend_share=(cost / whole if cost is not None and whole is not None and whole > 0 else None),
+                cost_per_call=(cost / n if n and cost is not None else None), latency_s=latency.get((s, m)))
 
     groups: dict[str, dict[str, float | None]] = {}
     for (s, m), by_case in scored.items():
@@ -403,17 +436,18 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
             lacking = next(s for s, c in zip(assignment, cs) if c is None)
             why = (f"no local model has records at {lacking}" if assignment[lacking] is None
                    else f"{assignment[lacking]} has no scored records at {lacking}")
-            return Route(policy, {s: m or "" for s, m in assignment.items()}, None, 0.0, None, None,
+            return Route(policy, {s: m or "" for s, m in assignment.items()}, None, None, None, None,
                          note or why, model, label)
         full = [(s, c) for s, c in zip(sites, cs) if c is not None]
         a = sum(w[s] * float(c.accuracy or 0.0) for s, c in full)
-        cost = sum(c.cost_usd for _, c in full)
+        known = all(c.cost_usd is not None for _, c in full)  # one unpriced site makes the route's cost unknown
+        cost = sum(c.cost_usd or 0.0 for _, c in full) if known else None
         # a call under the mix: each site's mean cost per call, weighted by its share of calls
-        per_call = sum(w[s] * c.cost_usd / c.n_cases for s, c in full if c.n_cases)
+        per_call = sum(w[s] * (c.cost_usd or 0.0) / c.n_cases for s, c in full if c.n_cases) if known else None
         return Route(policy, {s: str(m) for s, m in assignment.items()}, a, cost, per_call, None, note, model, label)
 
-    def rank(m: str, accuracy: float | None, cost: float) -> tuple[float, float, float, str]:
-        return (-float(accuracy or 0.0), _size(meta, m), cost, m)
+    def rank(m: str, accuracy: float | None, cost: float | None) -> tuple[float, float, float, str]:
+        return (-float(accuracy or 0.0), _size(meta, m), _cheap(cost), m)
 
     def best(s: str, among: tuple[str, ...]) -> str | None:
         """Most accurate at site s; ties to the smaller model, then the cheaper, then the name."""
@@ -440,7 +474,7 @@ def _routing(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str, ...], mo
             one = {m: route("local_single", {s: m for s in sites}, m) for m in covering}
             routes.append(one[min(covering, key=lambda m: rank(m, one[m].accuracy, one[m].cost_usd))])
         else:
-            routes.append(Route("local_single", {}, None, 0.0, None, None, "no local model has records at every site",
+            routes.append(Route("local_single", {}, None, None, None, None, "no local model has records at every site",
                                 None, POLICY_LABELS["local_single"].format(model="none")))
     if reference is not None:
         routes.append(route("matched_reference", matched_reference(acc, sites, models, reference, tests or [],
@@ -474,13 +508,14 @@ def matched_reference(acc: dict[str, dict[str, SiteAccuracy]], sites: tuple[str,
                       reference: str, tests: list[SiteTest], meta: Mapping[str, Mapping[str, Any]],
                       margin_pp: float) -> dict[str, str | None]:
     """Each site on the cheapest model per call that matches the reference there (ties: the smaller
-    model, then the more accurate, then the name); the reference where it is the only match."""
+    model, then the more accurate, then the name); the reference where it is the only match. A model
+    of unknown cost (no pricing) comes after every model of known cost, never first as if free."""
     out: dict[str, str | None] = {}
     for s in sites:
         ok = [m for m in models if m in acc[s] and matches(acc, s, m, reference, tests, margin_pp)]
         if not ok:
             out[s] = reference if reference in acc[s] else None
             continue
-        out[s] = min(ok, key=lambda m: (acc[s][m].cost_per_call or 0.0, _size(meta, m),
+        out[s] = min(ok, key=lambda m: (_cheap(acc[s][m].cost_per_call), _size(meta, m),
                                         -float(acc[s][m].accuracy or 0.0), m != reference, m))
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..report.format import DASH, TextTable, ci_pct, pct, pval, tokens, usd
+from ..report.format import DASH, UNKNOWN, TextTable, ci_pct, pct, pval, tokens, usd
 from ..report.sections import ReportSection
 from ..render import safe_text
 from .stats import CallSiteSummary
@@ -24,7 +24,8 @@ def accuracy_table(s: CallSiteSummary) -> TextTable:
         for i, c in enumerate(cells):
             cls = "best" if best is not None and c.accuracy == best else ""
             t.add([site, c.model, str(c.n_cases), f"{c.passed:g}", pct(c.accuracy), ci_pct(c.ci_low, c.ci_high),
-                   str(c.n_infra), tokens(c.mean_tokens_in), usd(c.cost_usd), pct(c.spend_share), usd(c.cost_per_call),
+                   str(c.n_infra), tokens(c.mean_tokens_in), usd(c.cost_usd, UNKNOWN if c.n_cases else DASH),
+                   pct(c.spend_share), usd(c.cost_per_call, UNKNOWN if c.n_cases else DASH),
                    seconds(c.latency_s)],
                   ["", "", "", "", cls, "", "", "", "", "", "", ""], end_section=i == len(cells) - 1)
     t.notes.append("One pass per case is one unit; a case run several times counts once, with its mean score. "
@@ -81,7 +82,10 @@ def routing_table(s: CallSiteSummary) -> TextTable:
     t = TextTable("callsite_routing", "Call sites: routing policies over hosted and local models",
                   ["policy", "routed acc.", "sweep $", "$/call", "saving", "note"], "lrrrrl")
     for r in s.routing:
-        t.add([r.label or r.policy, pct(r.accuracy), usd(r.cost_usd), usd(r.cost_per_call), pct(r.saving),
+        # no route (a site without records): a dash; a route through an unpriced model: unknown, never $0
+        missing = UNKNOWN if r.accuracy is not None else DASH
+        t.add([r.label or r.policy, pct(r.accuracy), usd(r.cost_usd, missing), usd(r.cost_per_call, missing),
+               pct(r.saving),
                ("savings base" if r.base else "") + ("; " if r.base and r.note else "") + r.note])
     weights = ", ".join(f"{site} {100 * w:.0f}%" for site, w in s.weights.items())
     if s.weights_from == "captured call mix":

@@ -77,7 +77,7 @@ def judge_line(summary: Summary) -> str:
     if j.judge_verdicts or j.judge_errors:
         parts.append(f"judge cache {j.cache_hits} hit(s), {j.judge_requests} request(s) "
                      f"(hit rate {pct(j.hit_rate, 0)})")
-        parts.append(f"judge cost {usd(j.judge_cost_usd)}, latency {secs(j.judge_latency_s)} "
+        parts.append(f"judge cost {usd(j.judge_cost_usd, UNKNOWN)}, latency {secs(j.judge_latency_s)} "
                      "(apart from the judged models')")
         parts.append(f"{j.judge_errors} judge error(s) (infrastructure)")
     return " · ".join(parts)
@@ -94,7 +94,7 @@ def judge_table(summary: Summary) -> TextTable:
             continue
         t.add([m if m != OVERALL else "all", ", ".join(j.judges) or DASH, str(j.judge_verdicts),
                str(j.judge_fails), str(j.keyword_verdicts), str(j.judge_errors), str(j.cache_hits),
-               str(j.judge_requests), pct(j.hit_rate, 0), usd(j.judge_cost_usd), secs(j.judge_latency_s)],
+               str(j.judge_requests), pct(j.hit_rate, 0), usd(j.judge_cost_usd, UNKNOWN), secs(j.judge_latency_s)],
               end_section=m == summary.model_order[-1] if summary.model_order else False)
     t.notes.append("A semantic check is decided once per predicate and item: by the judge under --agentfloor-judge, else by "
                    "its keyword rules. Judge cost and latency are the judge's own, not part of the models' cost.")
