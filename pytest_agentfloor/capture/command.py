@@ -21,6 +21,7 @@ def _proxy_main(args: list[str]) -> int:
     from .proxy import CaptureProxy, is_loopback, parse_listen, upstream_ok
     from .redact import Redactor
     from .store import FSYNC_POLICIES, CaptureStore
+    from .upstream import tls_context
 
     p = argparse.ArgumentParser(prog=PROG, description="a recording proxy for OpenAI chat completions and Ollama "
                                 "/api/chat: forwards every request unchanged, stores each request/reply pair "
@@ -37,6 +38,8 @@ def _proxy_main(args: list[str]) -> int:
                    "--fsync-interval seconds; never: leave it to the OS. Every line reaches the OS before the reply")
     p.add_argument("--fsync-interval", type=float, default=1.0, metavar="S")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S", help="upstream read timeout (default 600)")
+    p.add_argument("--ca-bundle", default=None, metavar="PEM",
+                   help="verify an https upstream with these CA certificates instead of the system's")
     p.add_argument("--redact-plugin", action="append", default=[], metavar="MODULE",
                    help="a module implementing pytest_agentfloor_capture_redact (repeatable)")
     p.add_argument("--allow-remote", action="store_true",
@@ -50,6 +53,10 @@ def _proxy_main(args: list[str]) -> int:
     problem = upstream_ok(ns.upstream)
     if problem:
         p.error(problem)
+    try:
+        tls_context(ns.ca_bundle)  # an unusable bundle is an error now, not a 502 on the agent's first call
+    except ValueError as exc:
+        p.error(str(exc))
     if not is_loopback(host) and not ns.allow_remote:
         p.error(f"--listen {ns.listen}: not a loopback address; add --allow-remote to listen there")
     try:
@@ -57,7 +64,7 @@ def _proxy_main(args: list[str]) -> int:
     except ImportError as exc:
         p.error(f"redaction plugin: {exc}")
     store = CaptureStore(ns.out, ns.fsync, ns.fsync_interval)
-    proxy = CaptureProxy(ns.upstream, store, config, redactor=redactor, timeout_s=ns.timeout)
+    proxy = CaptureProxy(ns.upstream, store, config, redactor=redactor, timeout_s=ns.timeout, ca_bundle=ns.ca_bundle)
     httpd = proxy.serve(host, port)
     bound_host, bound_port = str(httpd.server_address[0]), int(httpd.server_address[1])
     stop = threading.Event()
