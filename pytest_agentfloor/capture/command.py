@@ -3,6 +3,11 @@
     python -m pytest_agentfloor capture --upstream URL [--listen 127.0.0.1:PORT] [--out cases/captured/]
     python -m pytest_agentfloor capture cases --from cases/captured/ [--config capture.toml] [--out DIR]
     python -m pytest_agentfloor capture review cases/captured/ [--accept-all SITE] [--export/--import SHEET.csv]
+    python -m pytest_agentfloor capture replay --from cases/captured/ --to CANDIDATE_URL --out runs.jsonl
+    python -m pytest_agentfloor capture --replay-to CANDIDATE_URL --from cases/captured/ ...  (the same)
+
+``replay`` is a sub-verb like ``cases`` and ``review`` (each reads a capture folder and has options of
+its own, none of the proxy's); ``--replay-to`` is kept as the issue's spelling of it.
 """
 
 from __future__ import annotations
@@ -92,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         from .cases import main as cases_main
 
         return cases_main(args[1:])
+    if args and args[0] == "replay":
+        from .replay import main as replay_main
+
+        return replay_main(args[1:])
+    if any(a == "--replay-to" or a.startswith("--replay-to=") for a in args):
+        from .replay import main as replay_main
+
+        return replay_main([("--to" + a[len("--replay-to"):]) if a.startswith("--replay-to") else a for a in args])
     if args and args[0] == "review":
         from .review import main as review_main
 
