@@ -381,4 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     infra = sum(r["infra_error"] for r in written)
     print(f"{len(written)} run record(s) -> {ns.out}" + (f"; {infra} infrastructure error(s)" if infra else "")
           + (f"; not replayed: {left}" if left else ""))
+    if written and infra == len(written):  # nothing was measured: never a quiet success from a dead endpoint
+        print(f"{PROG}: error: {shown} answered none of the {infra} call(s); first: {written[0]['error']}",
+              file=sys.stderr)
+        return 1
     return 0

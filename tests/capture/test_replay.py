@@ -138,11 +138,13 @@ def test_upstream_errors_are_infrastructure_errors_and_the_key_is_struck_out(
     assert "3 infrastructure error(s)" in capsys.readouterr().out
 
 
-def test_an_unreachable_candidate_is_infrastructure_errors_only(example: Path, tmp_path: Path) -> None:
+def test_an_unreachable_candidate_is_infrastructure_errors_and_exit_1(example: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     runs = tmp_path / "runs.jsonl"
-    assert capture_main(["replay", "--from", str(example), "--to", "http://127.0.0.1:9", "--out", str(runs)]) == 0
+    assert capture_main(["replay", "--from", str(example), "--to", "http://127.0.0.1:9", "--out", str(runs)]) == 1
     recs = runs_of(runs)
     assert len(recs) == 13 and all(r["infra_error"] and not r["passed"] for r in recs)
+    assert "http://127.0.0.1:9 answered none of the 13 call(s)" in capsys.readouterr().err
 
 
 def test_replay_needs_tables_and_a_set_key(tmp_path: Path, example: Path, monkeypatch: pytest.MonkeyPatch,
@@ -183,3 +185,15 @@ def test_dropped_cases_are_not_replayed_and_the_nth_call_is_run_n(example: Path,
     paris = [r for r in recs if r["facets"]["site"] == "router" and r["trajectory"]["messages"][-1]["content"] == "Weather in Paris?"]
     assert [r["run"] for r in paris] == [0, 1]  # the same request twice: two runs of one case
     assert len({r["nodeid"] for r in paris}) == 2
+
+
+@pytest.mark.parametrize("verb", [[], ["replay"]])
+def test_every_option_of_the_proxy_and_replay_is_in_the_capture_docs(verb: list[str],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    with pytest.raises(SystemExit):
+        capture_main([*verb, "--help"])
+    options = set(re.findall(r"(--[a-z][a-z-]+)", capsys.readouterr().out)) - {"--help"}
+    page = (Path(__file__).resolve().parents[2] / "docs" / "capture.md").read_text()
+    assert options and not sorted(o for o in options if not re.search(rf"{o}(?![a-z-])", page))
