@@ -26,6 +26,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -252,12 +253,14 @@ def started(command: str | None, url: str, wait_s: float) -> Iterator[None]:
         return
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
-    proc = subprocess.Popen(shlex.split(command), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tempfile.TemporaryFile()  # not a pipe: a chatty server would block on a full one
+    proc = subprocess.Popen(shlex.split(command), stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.monotonic() + wait_s
         while True:
             if proc.poll() is not None:
-                err = (proc.stderr.read() if proc.stderr else b"").decode("utf-8", "replace").strip()[-400:]
+                log.seek(0)
+                err = log.read().decode("utf-8", "replace").strip()[-400:]
                 raise ReplayError(f"--start {command!r} exited with {proc.returncode} before {host}:{port} "
                                   f"answered{': ' + err if err else ''}")
             try:
@@ -276,6 +279,7 @@ def started(command: str | None, url: str, wait_s: float) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -361,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                 traj = trajectory(item, ns.name, status, reply, latency, _scrub(error, key), timeout)
                 config = model_config(ns.name, url, item.rec["api"], ns.model or str(item.rec.get("model") or ""),
                                       ns.api_key_env)
-                record = build_record(item.case, traj, grade_call(item.case, traj), config,
+                case: Any = item.case  # build_record reads the fields every kind's case has (items.py passes Any too)
+                record = build_record(case, traj, grade_call(item.case, traj), config,
                                       item_nodeid(item.file, item.case.id, "v0", "i0", item.run, ns.name),
                                       protocol=protocol)
                 record["replay"] = {"capture_id": item.rec.get("id"), "captured_at": item.rec.get("time"),

@@ -62,7 +62,8 @@ def test_openai_session_replayed_to_a_candidate_is_graded_and_reported(tmp_path:
         received = list(cand.received)
     assert rc == 0
     # every stored request, in capture order, on its own wire, with the model replaced and the key as a bearer
-    assert [(b.body["messages"][0]["content"], str(b.body["messages"][-1].get("content"))) for b in received] == order(captured)
+    sent = [(b.body["messages"][0]["content"], str(b.body["messages"][-1].get("content"))) for b in received]
+    assert sent == order(captured)
     assert {b.path for b in received} == {"/v1/chat/completions"}
     assert {b.body["model"] for b in received} == {"small-x"}
     assert {b.headers["authorization"] for b in received} == {f"Bearer {KEY}"}
@@ -156,7 +157,8 @@ def test_replay_needs_tables_and_a_set_key(tmp_path: Path, example: Path, monkey
     assert "capture cases --from" in capsys.readouterr().err
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     with pytest.raises(SystemExit):
-        capture_main(["replay", "--from", str(example), "--to", "http://127.0.0.1:9", "--api-key-env", "NO_SUCH_KEY_VAR"])
+        capture_main(["replay", "--from", str(example), "--to", "http://127.0.0.1:9",
+                      "--api-key-env", "NO_SUCH_KEY_VAR"])
     assert "--api-key-env NO_SUCH_KEY_VAR: the variable is not set" in capsys.readouterr().err
 
 
@@ -182,7 +184,8 @@ def test_dropped_cases_are_not_replayed_and_the_nth_call_is_run_n(example: Path,
         assert capture_main(["replay", "--from", str(example), "--to", cand.url, "--out", str(runs)]) == 0
     recs = runs_of(runs)
     assert len(recs) == 12 and "not replayed: 1 dropped in review" in capsys.readouterr().out
-    paris = [r for r in recs if r["facets"]["site"] == "router" and r["trajectory"]["messages"][-1]["content"] == "Weather in Paris?"]
+    paris = [r for r in recs if r["facets"]["site"] == "router"
+             and r["trajectory"]["messages"][-1]["content"] == "Weather in Paris?"]
     assert [r["run"] for r in paris] == [0, 1]  # the same request twice: two runs of one case
     assert len({r["nodeid"] for r in paris}) == 2
 
@@ -197,3 +200,24 @@ def test_every_option_of_the_proxy_and_replay_is_in_the_capture_docs(verb: list[
     options = set(re.findall(r"(--[a-z][a-z-]+)", capsys.readouterr().out)) - {"--help"}
     page = (Path(__file__).resolve().parents[2] / "docs" / "capture.md").read_text()
     assert options and not sorted(o for o in options if not re.search(rf"{o}(?![a-z-])", page))
+
+
+def test_start_runs_the_candidate_for_the_replay_only(example: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+    import sys
+
+    server = Path(__file__).resolve().parents[2] / "docs" / "examples" / "candidate_server.py"
+    runs = tmp_path / "runs.jsonl"
+    assert capture_main(["replay", "--from", str(example), "--to", "http://127.0.0.1:{port}", "--out", str(runs),
+                         "--start", f"{sys.executable} {server} {{port}}"]) == 0
+    recs = runs_of(runs)
+    assert len(recs) == 13 and not any(r["infra_error"] for r in recs)
+    assert sorted(r["passed"] for r in recs).count(False) == 2  # the joke, and Oslo worded differently
+    port = int(capsys.readouterr().out.split("-> http://127.0.0.1:", 1)[1].split()[0])
+    with pytest.raises(OSError):  # stopped with the replay
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    assert capture_main(["replay", "--from", str(example), "--to", "http://127.0.0.1:{port}",
+                         "--start", f"{sys.executable} -c \"import sys; sys.exit('no model file')\""]) == 2
+    err = capsys.readouterr().err
+    assert "exited with 1 before 127.0.0.1:" in err and "no model file" in err
