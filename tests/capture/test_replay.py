@@ -221,3 +221,21 @@ def test_start_runs_the_candidate_for_the_replay_only(example: Path, tmp_path: P
                          "--start", f"{sys.executable} -c \"import sys; sys.exit('no model file')\""]) == 2
     err = capsys.readouterr().err
     assert "exited with 1 before 127.0.0.1:" in err and "no model file" in err
+
+
+def test_compare_pairs_two_replays_of_one_session(example: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from pytest_agentfloor.compare import main as compare_main
+
+    server = Path(__file__).resolve().parents[2] / "docs" / "examples" / "candidate_server.py"
+    prod, small = tmp_path / "prod.jsonl", tmp_path / "small.jsonl"
+    with FakeModelServer(upstream) as up:
+        assert capture_main(["replay", "--from", str(example), "--to", up.url, "--name", "prod", "--out", str(prod)]) == 0
+    assert capture_main(["replay", "--from", str(example), "--to", "http://127.0.0.1:{port}", "--name", "small",
+                         "--out", str(small), "--start", f"{sys.executable} {server} {{port}}"]) == 0
+    capsys.readouterr()
+    assert compare_main([str(prod), str(small)]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "callsite     13" in out and "outcome changed on 2 item(s): 2 passed before and fail now" in out
