@@ -13,7 +13,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("pytest_agentfloor.report.viewer", "write (or serve) the transcript viewer for runs.jsonl files"),
     "judge-audit": ("pytest_agentfloor.judge.audit", "agreement of a judge with the labelled audit set"),
     "import": ("pytest_agentfloor.byo", "grade recorded outputs (JSONL) through the call-site items, no model call"),
-    "capture": ("pytest_agentfloor.capture.command", "a recording proxy in front of an agent's model; `capture cases`: cases from it"),
+    "capture": ("pytest_agentfloor.capture.command", "a recording proxy in front of an agent's model; `capture cases`: "
+                "cases from it; `capture replay`: the session sent to a candidate"),
     "options-doc": ("pytest_agentfloor.optionsdoc", "print docs/options.md, the option reference, from the parser"),
 }
 

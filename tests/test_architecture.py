@@ -34,7 +34,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("judge and statistics", ("judge", "judge.*", "corpus", "stats", "stats.*", "callsite.stats", "pressure.repairs",
                               "pressure.repairs.*")),
     ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade", "capture.cases", "capture.review")),
-    ("case kinds", ("suite.kind", "callsite.kind", "callsite.tables", "pressure.kind", "pressure.tables")),
+    ("case kinds", ("suite.kind", "callsite.kind", "callsite.tables", "pressure.kind", "pressure.tables",
+                    "capture.replay")),
     ("pytest", ("plugin", "items", "options", "runstate", "session", "prefetch", "scope", "optionsdoc", "byo", "__main__",
                 "capture.command")),
 ]

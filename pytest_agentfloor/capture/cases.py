@@ -110,6 +110,18 @@ class Seen:
         return [r for r in self.replies if self.replies[r] == top][-1]
 
 
+def request_key(rec: dict[str, Any]) -> tuple[str, str, str, list[dict[str, Any]], list[Any]]:
+    """(site, request hash, system prompt, messages after it, tools) of a captured call: the hash is a
+    case's ``provenance.request_hash``, so ``capture replay`` finds the case of each call by it."""
+    req = rec.get("request") or {}
+    system, rest = split_messages(req.get("messages") or [])
+    if rec.get("api") == OLLAMA:
+        rest = openai_messages(rest)
+    tools = req.get("tools") or []
+    digest = sha256(_canon({"system": system, "messages": rest, "tools": tools}))
+    return rec.get("site") or "unassigned", digest, system, rest, tools
+
+
 def collect(folder: Path) -> tuple[dict[str, Seen], int, int]:
     """({request hash: Seen}, calls read, calls skipped: errors, non-200, unreadable replies)."""
     seen: dict[str, Seen] = {}
@@ -121,12 +133,7 @@ def collect(folder: Path) -> tuple[dict[str, Seen], int, int]:
             skipped += 1
             continue
         req = rec["request"]
-        system, rest = split_messages(req.get("messages") or [])
-        if rec.get("api") == OLLAMA:
-            rest = openai_messages(rest)
-        tools = req.get("tools") or []
-        digest = sha256(_canon({"system": system, "messages": rest, "tools": tools}))
-        site = rec.get("site") or "unassigned"
+        site, digest, system, rest, tools = request_key(rec)
         s = seen.setdefault(f"{site}:{digest}", Seen(site, system, rest, tools, digest, rec.get("api"),
                                                      rec.get("model"), req.get("params") or {}))
         s.times.append(rec.get("time") or "")

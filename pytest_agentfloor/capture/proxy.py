@@ -54,12 +54,12 @@ class CaptureProxy:
     """The proxy's state: the upstream, the client to it, the store, the site rules and the redactor."""
 
     def __init__(self, upstream: str, store: CaptureStore, config: CaptureConfig | None = None, *,
-                 redactor: Redactor | None = None, timeout_s: float = 600.0):
+                 redactor: Redactor | None = None, timeout_s: float = 600.0, ca_bundle: str | None = None):
         self.upstream = upstream.rstrip("/")
         self.store = store
         self.config = config or CaptureConfig()
         self.redactor = redactor or Redactor(self.config.patterns, self.config.replacement, self.config.plugins)
-        self.client = Upstream(self.upstream, timeout_s)
+        self.client = Upstream(self.upstream, timeout_s, ca_bundle=ca_bundle)
         self.captured = 0
         self._count_lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
@@ -176,6 +176,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
         except UpstreamError as exc:
             status = 504 if exc.timeout else 502
             error = f"upstream {proxy.upstream}: {exc}"
+            if exc.certificate:  # every call will fail the same way: the operator must see it, not only the agent
+                print(f"agentfloor capture: {error}", file=sys.stderr, flush=True)
             data = json.dumps({"error": {"message": f"agentfloor capture proxy: {error}", "type": "upstream_error",
                                          "param": None, "code": None}}).encode()
             chunks.append(data)

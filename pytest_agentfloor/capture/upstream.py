@@ -8,6 +8,10 @@ chunked framing only, never a Content-Encoding, and reads no proxy variable from
 A reused keep-alive connection that the upstream had closed while idle fails before any byte of
 the reply; such a request is sent once more on a fresh connection (the upstream never read it).
 A fresh connection that fails is an error for the agent (502, or 504 on a timeout).
+
+TLS: the system's certificate store, or ``--ca-bundle PEM`` (a private CA, a self-signed
+upstream). A certificate that does not verify is an UpstreamError whose message names the
+bundle in force, so the user sees which option to change.
 """
 
 from __future__ import annotations
@@ -21,16 +25,30 @@ from urllib.parse import urlsplit
 
 
 class UpstreamError(Exception):
-    def __init__(self, message: str, timeout: bool = False):
+    def __init__(self, message: str, timeout: bool = False, certificate: bool = False):
         super().__init__(message)
         self.timeout = timeout
+        self.certificate = certificate
+
+
+def tls_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """The verifying context for https upstreams; ValueError naming --ca-bundle when the file is unusable."""
+    if ca_bundle is None:
+        return ssl.create_default_context()
+    try:
+        return ssl.create_default_context(cafile=ca_bundle)
+    except FileNotFoundError:
+        raise ValueError(f"--ca-bundle {ca_bundle}: no such file") from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ValueError(f"--ca-bundle {ca_bundle}: not a PEM certificate bundle ({exc})") from None
 
 
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
 class Upstream:
-    def __init__(self, url: str, timeout_s: float = 600.0, connect_timeout_s: float = 10.0):
+    def __init__(self, url: str, timeout_s: float = 600.0, connect_timeout_s: float = 10.0,
+                 ca_bundle: str | None = None):
         parts = urlsplit(url)
         self.url = url.rstrip("/")
         self.https = parts.scheme == "https"
@@ -41,7 +59,8 @@ class Upstream:
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._local = threading.local()
-        self._context = ssl.create_default_context() if self.https else None
+        self.ca_bundle = ca_bundle
+        self._context = tls_context(ca_bundle) if self.https else None
 
     def _new(self) -> http.client.HTTPConnection:
         if self.https:
@@ -78,6 +97,12 @@ class Upstream:
                 if reused and attempt == 0:
                     continue  # closed while idle: the upstream never read this request
                 raise UpstreamError(f"{type(exc).__name__}: {exc}") from None
+            except ssl.SSLCertVerificationError as exc:
+                self.drop()
+                store = f"--ca-bundle {self.ca_bundle}" if self.ca_bundle else \
+                    "the system's CA store (give --ca-bundle PEM for a private CA)"
+                raise UpstreamError(f"the certificate of {self.host_header} does not verify with {store}: "
+                                    f"{exc.verify_message or exc.reason}", certificate=True) from None
             except (socket.timeout, TimeoutError) as exc:
                 self.drop()
                 raise UpstreamError(f"timed out: {exc}", timeout=True) from None

@@ -20,8 +20,10 @@ from pytest_agentfloor.capture.store import CaptureStore, read_captures
 
 @contextmanager
 def running_proxy(upstream: str, out: Path, config: CaptureConfig | None = None, *,
-                  redactor: Redactor | None = None, fsync: str = "never") -> Iterator[tuple[str, CaptureProxy]]:
-    proxy = CaptureProxy(upstream, CaptureStore(out, fsync), config, redactor=redactor, timeout_s=30)
+                  redactor: Redactor | None = None, fsync: str = "never",
+                  ca_bundle: str | None = None) -> Iterator[tuple[str, CaptureProxy]]:
+    proxy = CaptureProxy(upstream, CaptureStore(out, fsync), config, redactor=redactor, timeout_s=30,
+                         ca_bundle=ca_bundle)
     httpd = proxy.serve("127.0.0.1", 0)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
