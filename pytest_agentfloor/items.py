@@ -26,7 +26,7 @@ from .prefetch import prefetcher_key, wait_for
 from .probe import gate
 from .providers.base import ProviderError
 from .render import safe_text
-from .results import INFRA_TERMINATIONS, build_record, properties
+from .results import INFRA_TERMINATIONS, properties, record_and_text
 from .suite.loader import CaseError
 from .suite.schema import ResolvedCase
 from .trajectory import Trajectory
@@ -71,16 +71,21 @@ def junit_properties_wanted(config: pytest.Config) -> bool:
     return not (getattr(config.option, "xmlpath", None) and config.getini("junit_family") == "xunit2")
 
 
-def save_record(item: pytest.Item, record: dict[str, Any]) -> None:
+def save_record(item: pytest.Item, record: dict[str, Any], text: str | None = None) -> None:
     """Store one run record: hooks, runs.jsonl, the item's report (for the controller) and JUnit properties.
 
     Benchmark items and users' tests (through `agentfloor_episode(..., record=True)`) share this.
+    `text` is the record's encode_record text (results.record_and_text), reused for its runs.jsonl
+    line unless a pytest_agentfloor_record implementation may have added fields.
     """
-    item.ihook.pytest_agentfloor_record(record=record)
+    hook = item.ihook.pytest_agentfloor_record
+    if hook.get_hookimpls():
+        hook(record=record)
+        text = None
     if junit_properties_wanted(item.config):
         item.user_properties.extend(properties(record))
     item.stash.setdefault(records_key, []).append(record)
-    item.config.stash[state_key].log().append(record)
+    item.config.stash[state_key].log().append(record, text)
 
 
 class CaseFile(pytest.File):
@@ -290,10 +295,10 @@ class CaseItem(pytest.Item):
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
         assert self.trajectory is not None  # a record is saved once the episode has played
-        save_record(self, build_record(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
-                                       protocol=self.config.stash[options_key].protocol.params(),
-                                       judging=self.assessment, harness_error=harness_error,
-                                       secrets=self.config.stash[state_key].model_secrets()))
+        save_record(self, *record_and_text(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
+                                           protocol=self.config.stash[options_key].protocol.params(),
+                                           judging=self.assessment, harness_error=harness_error,
+                                           secrets=self.config.stash[state_key].model_secrets()))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):

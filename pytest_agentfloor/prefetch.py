@@ -102,6 +102,9 @@ class Prefetcher:
         self.window = window or 2 * concurrency
         self._pool: ThreadPoolExecutor | None = None
         self._futures: dict[int, Future] = {}
+        #: items found to play inline (a scripted model, a skip, no case): not asked again each time
+        #: the window slides over them, which cost O(window) per item
+        self._inline: set[int] = set()
         self._positions: dict[int, int] | None = None
         self._stopped = False
         self._lock = threading.Lock()
@@ -131,10 +134,11 @@ class Prefetcher:
             return
         for nxt in self.upcoming(item):
             key = id(nxt)
-            if key in self._futures:
+            if key in self._futures or key in self._inline:
                 continue
             job = play_for(nxt)
             if job is None:
+                self._inline.add(key)
                 continue
             watch = self.session.config.stash.get(episode_watch_key, None)
             if watch is not None:

@@ -65,7 +65,25 @@ def _valid_cost(x: object) -> bool:
 def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
                  nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None,
                  harness_error: str | None = None, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One run's record; `protocol` is the Protocol's params(), so the record says its rules.
+    """One run's record (see record_and_text, which also returns its runs.jsonl text)."""
+    return record_and_text(case, traj, grade, config, nodeid, protocol=protocol, judging=judging,
+                           harness_error=harness_error, secrets=secrets)[0]
+
+
+def encode_record(record: Mapping[str, Any]) -> str:
+    """A record's one JSON text: its runs.jsonl line (without the newline), and the size bound_record bounds."""
+    return json.dumps(record, separators=(",", ":"), default=str)
+
+
+def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
+                    nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None,
+                    harness_error: str | None = None, secrets: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+    """One run's record and its encode_record text; `protocol` is the Protocol's params(), so the record
+    says its rules.
+
+    The record is encoded once: the usual record's text is shorter than MAX_TEXT_BYTES, so no text
+    in it can need cap_text's cut (each string's UTF-8 is no longer than its ASCII-escaped JSON)
+    and the record is under bound_record's limit; that text is then the runs.jsonl line too.
 
     `judging`: the item's judge.assess.Assessment; a judge error makes the run an infrastructure
     error (the judged model's cost and latency stay its own; the judge's are reported apart).
@@ -150,13 +168,19 @@ def build_record(case: ResolvedCase, traj: Trajectory, grade: Grade | None, conf
         from .masking import mask
 
         record = mask(record, secrets)
+    try:
+        text = encode_record(record)
+    except (TypeError, ValueError, RecursionError):
+        text = None  # cap_text and bound_record decide, as for a large record (and raise what they raise)
+    if text is not None and len(text) <= MAX_TEXT_BYTES:
+        return record, text
     stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"],
                                 "verdicts": record["verdicts"]})
     record.update(stored)
     capped.update(bound_record(record))
     if capped:
         record["capped"] = capped
-    return record
+    return record, encode_record(record)
 
 
 def bound_record(record: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[str, int]:
@@ -164,7 +188,7 @@ def bound_record(record: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[
     first the transcript's messages go (the turns keep what was said and called), then later turns,
     then the later calls of the one turn left, then that turn. The counts (calls, turns, tokens) stay.
     Returns what was dropped, by path, with the record's size before."""
-    size = len(json.dumps(record, separators=(",", ":"), default=str))
+    size = len(encode_record(record))
     if size <= limit:
         return {}
     traj = record.get("trajectory")
@@ -175,7 +199,7 @@ def bound_record(record: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[
     turns = traj.get("turns") or []
 
     def over() -> bool:
-        return len(json.dumps(record, separators=(",", ":"), default=str)) > limit
+        return len(encode_record(record)) > limit
 
     while len(turns) > 1 and over():
         turns = turns[: len(turns) // 2]
@@ -262,9 +286,9 @@ class RunLog:
         self._lock: Any = None
         self._thread_lock = threading.Lock()
 
-    def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
-        self.append_line(line)
+    def append(self, record: dict[str, Any], text: str | None = None) -> None:
+        """Append `record`; `text` is its encode_record text when the caller has it already."""
+        self.append_line(((encode_record(record) if text is None else text) + "\n").encode())
 
     def append_line(self, line: bytes) -> None:
         """Append one complete line (other JSONL stores, e.g. the judge cache, share this writer)."""

@@ -51,16 +51,30 @@ def grade(case: ResolvedCase, traj: Trajectory, hook: Any = None, judgments: Map
     semantic checks use their keyword rules.
     """
     verdicts: list[Verdict] = []
+    # a hook only the plugin's defaults implement is their result: called directly, per item it is
+    # ten hook calls fewer (the same verdicts: the default obligation hook *is* check)
+    checks = hook.pytest_agentfloor_check_obligation if hook and _others(hook.pytest_agentfloor_check_obligation) \
+        else None
     for code in ORDER:
-        v = hook.pytest_agentfloor_check_obligation(code=code, case=case, trajectory=traj,
-                                                    judgments=judgments) if hook else None
+        v = checks(code=code, case=case, trajectory=traj, judgments=judgments) if checks else None
         verdicts.append(v if v is not None else check(code, case, traj, judgments))
-    if hook:
+    if hook and _others(hook.pytest_agentfloor_extra_obligations):
         for extra in hook.pytest_agentfloor_extra_obligations(case=case, trajectory=traj):
             verdicts.extend(extra or [])
     first = first_unmet(verdicts)
     if first is None:
         return Grade(True, verdicts)
-    mode = hook.pytest_agentfloor_failure_mode(case=case, trajectory=traj, verdicts=verdicts) if hook else None
+    mode = hook.pytest_agentfloor_failure_mode(case=case, trajectory=traj, verdicts=verdicts) \
+        if hook and _others(hook.pytest_agentfloor_failure_mode) else None
     return Grade(False, verdicts, first, mode or failure_mode(case, traj, verdicts),
                  terminal_flag(traj, verdicts))
+
+
+def _others(caller: Any) -> bool:
+    """Whether a hook has an implementation besides the plugin's own default (grading/defaults.py).
+
+    A relay that is not pluggy's (no get_hookimpls: a test's stand-in) is always called."""
+    from . import defaults
+
+    impls = getattr(caller, "get_hookimpls", None)
+    return impls is None or any(impl.plugin is not defaults for impl in impls())
