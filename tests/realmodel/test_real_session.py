@@ -32,13 +32,16 @@ timeout_s = 120
 
 
 def _llama_servers() -> set[int]:
+    """llama-server processes this test process started (its children): under xdist another worker's
+    test may have its own server running at the same moment."""
     pids = set()
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                if b"llama-server" in (proc / "cmdline").read_bytes():
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == os.getpid() and b"llama-server" in (proc / "cmdline").read_bytes():
                     pids.add(int(proc.name))
-            except OSError:
+            except (OSError, ValueError, IndexError):
                 pass
     return pids
 
