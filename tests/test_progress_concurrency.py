@@ -6,7 +6,8 @@ A real run on a pseudo-terminal against the loopback fake server, whose every re
 random time (uniform in [DELAY_LO, DELAY_HI] s, seeded): 5 variants x RUNS runs of case A1, two turns
 each, 64 episodes at once. The ETA drawn is compared with the time the run actually still took,
 both read off this run's own clock (this process's): the arrival of each drawing on the terminal,
-and the server's last reply."""
+and the server's last reply. How close the ETA comes is a timing: benchmarks/bench_progress_eta.py
+measures it on this same run; the tests here check what does not depend on the machine's speed."""
 
 from __future__ import annotations
 
@@ -97,7 +98,9 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_eta_from_finished_episodes_under_concurrency(project: Path) -> None:
+def run_live(project: Path, runs: int = RUNS) -> tuple[TimedServer, list[tuple[float, Any]]]:
+    """Run A1 x 5 variants x `runs` at CONCURRENCY on a pty; (the server, every drawing's arrival time
+    and its parsed first line)."""
     srv = TimedServer()
     with srv.server:
         (project / "models.toml").write_text(
@@ -109,12 +112,17 @@ def test_eta_from_finished_episodes_under_concurrency(project: Path) -> None:
         chunks: list[tuple[float, bytes]] = []
         status, raw = run_in_pty(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "cases", "--model", "fake",
-             "--instances", "i0", "--agentfloor-runs", str(RUNS), "--no-probe", "--agentfloor-report", "none",
+             "--instances", "i0", "--agentfloor-runs", str(runs), "--no-probe", "--agentfloor-report", "none",
              "--agentfloor-concurrency", str(CONCURRENCY)], project, env, cols=COLS, timed=chunks)
     assert status == 0, raw[-3000:]
-    assert srv.peak > CONCURRENCY // 2, srv.peak  # the pool really kept many requests waiting
     draws = [(t, LINE.match(lines[0])) for t, lines in timed_draws(chunks) if lines]
     assert draws and all(m for _, m in draws), [lines for _, lines in timed_draws(chunks)][:3]
+    return srv, draws
+
+
+def test_progress_counts_finished_episodes_under_concurrency(project: Path) -> None:
+    srv, draws = run_live(project)
+    assert srv.peak > CONCURRENCY // 2, srv.peak  # the pool really kept many requests waiting
     total = 5 * RUNS
     assert {int(m["total"]) for _, m in draws} == {total}
     done = [int(m["done"]) for _, m in draws]
@@ -123,20 +131,7 @@ def test_eta_from_finished_episodes_under_concurrency(project: Path) -> None:
     assert any(int(m["done"]) - int(m["passed"]) - int(m["failed"]) - int(m["errors"]) >= CONCURRENCY // 2
                for _, m in draws)
     assert max(int(m["flight"]) for _, m in draws) > CONCURRENCY // 2
-    start = draws[0][0]
-    end = srv.last_reply  # the last episode's last reply: the same clock as the drawings' arrival
-    errors = []
-    for t, m in draws:
-        left = end - t
-        if t - start < 0.1 * (end - start) or left < 4.0:
-            continue  # the first tenth; and the last seconds, where the whole-second ETA is itself 1/8 off
-        eta = eta_seconds(m["eta"])
-        assert eta is not None, m.group(0)
-        errors.append(abs(eta - left) / left)
-    assert len(errors) >= 10, (len(errors), end - start)
-    print(f"ETA error over {len(errors)} drawings: max {max(errors):.1%}, mean {sum(errors) / len(errors):.1%}; "
-          f"run {end - start:.1f} s")
-    assert max(errors) <= 0.25, sorted(errors)[-5:]
+    # How close the ETA comes is a timing, measured by benchmarks/bench_progress_eta.py, not asserted here.
 
 
 def test_schedule_eta_plays_the_rest_on_paper() -> None:

@@ -7,7 +7,7 @@ import time as _time
 import types
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import httpx
 import pytest
@@ -24,15 +24,24 @@ def running_proxy(upstream: str, out: Path, config: CaptureConfig | None = None,
                   ca_bundle: str | None = None) -> Iterator[tuple[str, CaptureProxy]]:
     proxy = CaptureProxy(upstream, CaptureStore(out, fsync), config, redactor=redactor, timeout_s=30,
                          ca_bundle=ca_bundle)
-    httpd = proxy.serve("127.0.0.1", 0)
+    try:
+        with serving(proxy.serve("127.0.0.1", 0)) as url:
+            yield url, proxy
+    finally:
+        proxy.close()
+
+
+@contextmanager
+def serving(httpd: Any, scheme: str = "http") -> Iterator[str]:
+    """Serve `httpd` (bound to 127.0.0.1) on a thread for the block; yields its origin URL."""
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", proxy
+        yield f"{scheme}://127.0.0.1:{httpd.server_address[1]}"
     finally:
         httpd.shutdown()
         thread.join(timeout=5)
-        proxy.close()
+        httpd.server_close()
 
 
 def client() -> httpx.Client:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-import threading
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from pytest_agentfloor.capture.command import main as capture_main
-from tests.capture.helpers import client, records, running_proxy
+from tests.capture.helpers import client, records, running_proxy, serving
 from tests.capture.test_agent_loop import upstream
 from tests.fakeserver import FakeModelServer
 
@@ -45,14 +44,8 @@ def https_fake(cert: Path, key: Path) -> Iterator[tuple[str, FakeModelServer]]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{httpd.server_address[1]}", fake
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with serving(httpd, "https") as url:
+        yield url, fake
 
 
 @pytest.fixture(scope="module")
