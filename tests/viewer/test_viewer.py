@@ -3,6 +3,8 @@ page itself in headless Chromium (open, filter, open a transcript, hostile text 
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 import subprocess
@@ -108,8 +110,13 @@ def _hostile_file(stored: Path, tmp_path: Path) -> Path:
 
 def test_model_text_cannot_break_out_of_the_data_block(stored: Path, tmp_path: Path) -> None:
     page = render_viewer([("s", read_records(_hostile_file(stored, tmp_path))[0])])
-    body = page.split('<script type="application/json" id="af-runs">', 1)[1].split("</script>", 1)[0]
-    assert "<" not in body and "owned" in body  # held as \u003c escapes inside the JSON
+    index = page.split('<script type="application/json" id="af-index">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in index  # JSON with every < as \u003c
+    blocks = re.findall(r'<script type="application/gzip" id="(af-[a-z]+)">([^<]*)</script>', page)
+    assert [name for name, _ in blocks] == ["af-text", "af-post", "af-runs"]
+    assert all(re.fullmatch(r"[A-Za-z0-9+/=]+", body) for _, body in blocks)  # base64: no <, &, quote or space
+    text = gzip.decompress(base64.b64decode(blocks[0][1])).decode()
+    assert HOSTILE in text.split("\0")  # the model's text itself, stored once, shown through textContent
 
 
 @pytest.mark.slow
