@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("judge and statistics", ("judge", "judge.*", "corpus", "stats", "stats.*", "callsite.stats", "pressure.repairs",
                               "pressure.repairs.*")),
     ("reports", ("report", "report.*", "gate", "plan", "compare", "regrade", "capture.cases", "capture.review",
+                 "capture.prelabel",
                  "callsite.routing")),
     ("case kinds", ("suite.kind", "callsite.kind", "callsite.tables", "pressure.kind", "pressure.tables",
                     "capture.replay")),

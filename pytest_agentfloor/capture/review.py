@@ -175,7 +175,7 @@ def interactive(tables: list[Table], ask: Callable[[str], str], out: TextIO) -> 
     done: Counter[str] = Counter()
     todo = [(t, c) for t in tables for c in t.cases if c.get("review", "provisional") == "provisional"]
     # a judge's pre-labels order the work, failed first; they decide nothing (the case stays provisional)
-    todo.sort(key=lambda tc: {"fail": 0, "pass": 2}.get((tc[1].get("judge") or {}).get("verdict"), 1))
+    todo.sort(key=lambda tc: {"fail": 0, "pass": 2}.get(str((tc[1].get("judge") or {}).get("verdict")), 1))
     for n, (table, case) in enumerate(todo, 1):
         prov = case.get("provenance", {})
         print(f"\n[{table.site}] {case.get('id')} ({n}/{len(todo)}; {table.path.name}, called {prov.get('count', '?')}x, "
@@ -229,7 +229,7 @@ def export_sheet(tables: list[Table]) -> str:
     w.writerow(SHEET_COLUMNS)
     for t in tables:
         for c in t.cases:
-            label = c.get("judge") if isinstance(c.get("judge"), dict) else {}
+            label: dict[str, Any] = c["judge"] if isinstance(c.get("judge"), dict) else {}
             w.writerow([t.path.name, c.get("id"), t.site, c.get("provenance", {}).get("count", ""),
                         c.get("review", "provisional"), "", c.get("prompt", ""), c.get("reference", ""),
                         label.get("verdict", ""), label.get("reason", "")])
