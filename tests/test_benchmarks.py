@@ -29,7 +29,7 @@ FIGURES = {
     "bench_recorded_import.py": r"read_outputs: \d+ ms; import \(whole pytest session\): \d+\.\d+ s",
     "bench_local_model.py": r"A0",
     "bench_local_slots.py": r"s1t1",
-    "bench_progress_eta.py": r"episodes at concurrency 64; run \d+\.\d+ s\nETA error",
+    "bench_progress_eta.py": r"episodes at concurrency 64; run \d+\.\d+ s.*\nETA error",
     "bench_overhead.py": r"agentfloor \d+\.\d+ ms vs bare pytest \d+\.\d+ ms = \d+\.\d+x",
     "bench_startup.py": r"difference [+-]\d+ ms .*\n.*first item starts after: benchmark run .* median \d+\.\d+ s",
     "bench_throughput.py": r"c4: wall +\d+\.\d+ s",
