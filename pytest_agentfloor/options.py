@@ -513,11 +513,13 @@ def from_ini(config: pytest.Config, name: str) -> bool:
 
 def name_the_source(config: pytest.Config, exc: pytest.UsageError) -> pytest.UsageError:
     """An error about an option whose value came from the config file names the ini key and the file."""
-    flag = str(exc).split(":", 1)[0].strip()
-    ini = _FLAG_INI.get(flag)
-    if ini is None or not from_ini(config, ini):
+    text = str(exc)
+    found = re.match(r"--[\w-]+", text)  # "--runs: ...", also "--agentfloor-baseline PATH: ..." and "--gate-floor 'X': ..."
+    ini = _FLAG_INI.get(found.group()) if found else None
+    if found is None or ini is None or not from_ini(config, ini):
         return exc
-    return pytest.UsageError(ini_label(config, ini) + str(exc)[len(flag):])
+    rest = text[found.end():]
+    return pytest.UsageError(ini_label(config, ini) + (rest if rest.startswith(":") else ":" + rest))
 
 
 def _int_opt(config: pytest.Config, name: str, flag: str, minimum: int = 1, maximum: int | None = None) -> int:

@@ -168,6 +168,7 @@ def _typed(config: pytest.Config, name: str) -> bool:
 def check_nodeid_args(config: pytest.Config, options: "Options") -> None:
     """A node id naming a model that is not selected would be 'not found'; say which option selects it."""
     from .nodeids import split_nodeid
+    from .options import _opt
 
     selected = {m.name for m in options.selected}
     for arg in config.args:
@@ -175,7 +176,7 @@ def check_nodeid_args(config: pytest.Config, options: "Options") -> None:
         if "::" in str(arg) and path.endswith(".toml") and model and model not in selected:
             flag = "--agentfloor-model" if "--model" in config.stash.get(_taken_key, []) else "--model"
             hint = f"add {flag} {model}" if model in options.models else \
-                f"model {model!r} is not configured in {config.getini('agentfloor_models_file')} either"
+                f"model {model!r} is not configured in {_opt(config, 'agentfloor_models_file')} either"
             raise pytest.UsageError(f"{arg}: this node id is an item of model {model!r}, which is not selected "
                                     f"(selected: {', '.join(sorted(selected)) or 'none'}); {hint}")
 

@@ -580,9 +580,12 @@ class _SafeLines:
 
 def keep_sessions(config: pytest.Config) -> int:
     """--agentfloor-keep-sessions N (ini agentfloor_keep_sessions): session directories kept; 0 keeps all."""
-    from .options import _int_opt, _opt
+    from .options import _int_opt, _opt, name_the_source
     from .reportdir import DEFAULT_KEEP_SESSIONS
 
     if not str(_opt(config, "agentfloor_keep_sessions") or "").strip():
         return DEFAULT_KEEP_SESSIONS
-    return _int_opt(config, "agentfloor_keep_sessions", "--agentfloor-keep-sessions", 0, 1_000_000)
+    try:
+        return _int_opt(config, "agentfloor_keep_sessions", "--agentfloor-keep-sessions", 0, 1_000_000)
+    except pytest.UsageError as exc:  # set in the ini file: the error names its key and the file
+        raise name_the_source(config, exc) from None

@@ -325,6 +325,21 @@ def test_a_bad_ini_value_names_the_ini_key_and_the_file(pytester: pytest.Pyteste
     override.stderr.fnmatch_lines(["*-o agentfloor_margin: expected a number of percentage points in *"])
 
 
+@pytest.mark.parametrize(("setting", "value", "error"), [
+    ("agentfloor_baseline", "old/runs.jsonl", "old/runs.jsonl: no such file"),
+    ("agentfloor_gate_floors", "tier_A=high", "'tier_A=high': expected TIER>=VALUE*"),
+    ("agentfloor_keep_sessions", "many", "expected a whole number from 0 to 1000000, got 'many'"),
+])
+def test_errors_whose_text_quotes_the_value_also_name_the_ini_key_and_file(
+        pytester: pytest.Pytester, setting: str, value: str, error: str) -> None:
+    """Messages of the form '--flag VALUE: ...' (a path, a floor) and settings read outside read_options."""
+    shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    cfg = pytester.makeini(f"[pytest]\n{setting} = {value}\n")
+    result = pytester.runpytest("cases", "--co", "-q", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: ini setting {setting} in {cfg}: {error}"])
+
+
 def test_a_models_file_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:
     shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
     result = pytester.runpytest("cases", "--co", "-q", "--models-file", "nope.toml", "-p", "no:cacheprovider")
