@@ -62,6 +62,18 @@ def _register_marker(config: pytest.Config, name: str) -> None:
         known.add(name)
 
 
+_kind_markers_key = pytest.StashKey[set]()
+
+
+def register_kind_markers(config: pytest.Config, kind: CaseKind) -> None:
+    """A kind's markers, registered once per run when the kind is first used (before its items carry them)."""
+    done = config.stash.setdefault(_kind_markers_key, set())
+    if kind.name not in done:
+        for name, text in kind.markers.items():
+            config.addinivalue_line("markers", f"{name}: {text}")
+        done.add(kind.name)
+
+
 #: the records an item made in the current phase; plugin.py moves them onto that phase's report
 records_key = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -98,6 +110,7 @@ class CaseFile(pytest.File):
     def collect(self) -> Iterator["CaseItem"]:
         options = self.config.stash[options_key]
         self.kind, entries = load_file(self.path)
+        register_kind_markers(self.config, self.kind)
         ids = self.config.stash.setdefault(case_ids_key, {})
         for entry in entries:
             first = ids.setdefault(entry.id, self.path)

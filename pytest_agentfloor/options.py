@@ -42,7 +42,7 @@ DEFAULT_CONCURRENCY = 64
 MAX_CONCURRENCY = 4096
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq (and so __hash__) over ~60 fields costs ms in every pytest run; unused
 class Options:
     """What the user asked for, resolved once per pytest process (controller or worker) from the
     command line and the ini file; never changed afterwards. What the run holds beside it (providers,
@@ -215,7 +215,8 @@ def _own_arguments(parser: pytest.Parser) -> list[Any]:
 def taken_aliases(parser: pytest.Parser) -> list[str]:
     """Short spellings that another plugin or a conftest already uses (the plugin leaves them alone)."""
     mine = {n for opt in _own_arguments(parser) for n in opt.names()}
-    return sorted(a for a in SHORT if a in _registered(parser) - mine)
+    others = _registered(parser) - mine  # once: this runs in every pytest run
+    return sorted(a for a in SHORT if a in others)
 
 
 def add_free_aliases(parser: pytest.Parser) -> None:
@@ -773,11 +774,11 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
         raise pytest.UsageError(str(exc)) from None
 
 def _menu(config: pytest.Config) -> int | None:
-    from .pressure.catalogue import DISTRACTOR_NAMES
-
     raw = str(_opt(config, "agentfloor_menu") or "").strip()
     if not raw:
         return None
+    from .pressure.catalogue import DISTRACTOR_NAMES  # only for a run under --menu
+
     if not raw.isdigit() or not 1 <= int(raw) <= len(DISTRACTOR_NAMES):
         raise pytest.UsageError(f"--agentfloor-menu: expected a number of tool schemas from 1 to {len(DISTRACTOR_NAMES)} "
                                 f"(seed 002 uses 8, 32, 128), got {raw!r}")
@@ -785,11 +786,11 @@ def _menu(config: pytest.Config) -> int | None:
 
 
 def _encoding(config: pytest.Config) -> str | None:
-    from .pressure.encoding import ENCODINGS
-
     raw = str(_opt(config, "agentfloor_encoding") or "").strip()
     if not raw:
         return None
+    from .pressure.encoding import ENCODINGS  # only for a run under --encoding
+
     if raw not in ENCODINGS:
         raise pytest.UsageError(f"--agentfloor-encoding: expected one of {', '.join(ENCODINGS)}, got {raw!r}")
     return raw

@@ -81,15 +81,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
     active = is_benchmark_run(config)
     if active or config.option.markers:
-        from .kinds import KindPluginError, all_kinds
+        # --markers lists every kind's markers; a benchmark run loads the third-party kinds now (a broken one
+        # names itself before anything runs) and each built-in kind when a file of it is collected
+        # (items.register_kind_markers): a ladder run never imports the call-site or pressure kinds
+        from .kinds import KindPluginError, all_kinds, plugin_kinds
 
         try:
-            kinds = all_kinds()
+            kinds = all_kinds() if config.option.markers else plugin_kinds()
         except KindPluginError as exc:  # a broken third-party kind names itself, in one line
             raise pytest.UsageError(str(exc)) from None
+        from .items import register_kind_markers
+
         for kind in kinds:
-            for name, text in kind.markers.items():
-                config.addinivalue_line("markers", f"{name}: {text}")
+            register_kind_markers(config, kind)
     if active:
         _activate(config, active=True)
 
@@ -238,6 +242,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return CaseFile.from_parent(parent, path=file_path)
 
 
+#: from this many items on, collection_finish runs a full garbage collection before freezing
+FREEZE_COLLECT_ITEMS = 1000
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Move what collection built out of the garbage collector's view.
@@ -253,7 +261,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any(isinstance(i, CaseItem) for i in session.items):
         import gc
 
-        gc.collect()
+        if len(session.items) >= FREEZE_COLLECT_ITEMS:  # a full collection first (tens of ms): worth it only
+            gc.collect()  # for a large run, where it keeps start-up garbage out of the frozen set
         gc.freeze()
 
 

@@ -147,9 +147,8 @@ class AgentFloorSession:
                     state.provider(m)
                 except RecordedOutputsError as exc:
                     raise pytest.UsageError(f"models.{m.name}.path: {exc}") from None
-        from .local.session import needs_server
-
-        if needs_server(served):  # the judge's embedded model too (--judge local)
+        # the local package (model files, the server's machinery) loads only for a local model
+        if any(m.provider == "local" for m in served) and _needs_server(served):  # the judge's embedded model too (--judge local)
             from .local.model_files import ModelFileError
             from .local.server import LocalServerError
             from .local.session import start_local_servers
@@ -576,6 +575,12 @@ class _SafeLines:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tr, name)
+
+
+def _needs_server(served: list[Any]) -> list[Any]:
+    from .local.session import needs_server
+
+    return needs_server(served)
 
 
 def keep_sessions(config: pytest.Config) -> int:

@@ -44,9 +44,18 @@ def _audit(event, args):
 sys.addaudithook(_audit)
 
 
+FIRST = []
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if not FIRST:
+        FIRST.append(sorted(sys.modules))
+
+
 def pytest_unconfigure(config):
     with open(os.environ["AF_WITNESS"], "w") as fh:
-        json.dump({"modules": sorted(sys.modules), "sockets": len(SOCKETS)}, fh)
+        json.dump({"modules": sorted(sys.modules), "sockets": len(SOCKETS), "at_first_item": FIRST[0] if FIRST else []},
+                  fh)
 '''
 
 
@@ -164,8 +173,25 @@ def test_a_benchmark_run_loads_what_it_needs(pytester: pytest.Pytester, monkeypa
     shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
     result = pytester.runpytest_subprocess("cases", "--variants", "v0", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
-    modules = set(witness(pytester)["modules"])
-    assert {"pydantic", "pytest_agentfloor.items", "pytest_agentfloor.session", "filelock"} <= modules
+    seen = witness(pytester)
+    modules, first = set(seen["modules"]), set(seen["at_first_item"])
+    assert {"pydantic", "pytest_agentfloor.items", "pytest_agentfloor.session", "filelock"} <= first
+    # a ladder run plays its first item before the statistics, the clients or the other kinds load
+    heavy = ("numpy", "scipy", "openai", "ollama", "httpx", "pytest_agentfloor.report", "pytest_agentfloor.stats",
+             "pytest_agentfloor.callsite.kind", "pytest_agentfloor.pressure", "pytest_agentfloor.local")
+    assert sorted(m for m in first if any(m == h or m.startswith(h + ".") for h in heavy)) == []
+    assert {"numpy", "pytest_agentfloor.report"} <= modules  # the reports at the end: the witness sees them
+
+
+def test_a_call_site_run_registers_its_kinds_markers_before_its_items_carry_them(pytester: pytest.Pytester) -> None:
+    """Built-in kinds load when a file of theirs is collected: their markers still pass --strict-markers."""
+    shutil.copytree(REPO / "cases" / "callsite", pytester.path / "cases" / "callsite")
+    result = pytester.runpytest_subprocess("cases/callsite/intent.toml", "--co", "-q", "--strict-markers",
+                                           "-m", "callsite", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    assert any("intent.toml::" in line for line in result.stdout.lines)
+    markers = pytester.runpytest_subprocess("--markers", "-p", "no:cacheprovider")
+    markers.stdout.fnmatch_lines(["@pytest.mark.ladder:*", "@pytest.mark.callsite:*"], consecutive=False)
 
 
 def test_option_names_kept_literal_for_a_light_start_match_their_modules() -> None:

@@ -57,7 +57,9 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """The registry as in a new process (entry points not read yet), restored afterwards."""
     monkeypatch.setattr(kinds, "KINDS", {})
     monkeypatch.setattr(kinds, "_loaded", False)
+    monkeypatch.setattr(kinds, "_found", None)  # the entry points, read again
     monkeypatch.setattr(casefiles, "_plugin_kinds", None)  # the kind names scope reads from the metadata
+    monkeypatch.setattr(casefiles, "_entry_points", None)
     monkeypatch.delitem(sys.modules, "wordcheck_kind", raising=False)  # each test installs its own copy
 
 
