@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
@@ -381,22 +382,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         start(session, options.concurrency)
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """With --concurrency, upcoming items' episodes play in threads; items still report in order."""
-    if _options(item.config) is None:
-        return (yield)
-    from .prefetch import after_item, before_item, prefetcher_key
-
-    if prefetcher_key not in item.config.stash:
-        return (yield)
-    before_item(item)
-    try:
-        return (yield)
-    finally:
-        after_item(item)
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _options(session.config) is not None:
@@ -451,19 +436,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     report = yield
     if _options(item.config) is None:
         return report
-    from .items import ContextLimitReached, InfrastructureError, records_key, setup_time_adjust_key
-
+    # items.py as this run imported it (never a module attribute kept here: pytester's in-process runs
+    # re-import it); not imported at all, no item or fixture of the plugin has made a record
+    items = sys.modules.get(f"{__package__}.items")
+    if items is None:
+        _mask_report(item.config, report)
+        return report
     if getattr(item, "agentfloor_case", False):
         report.agentfloor_measured = True  # type: ignore[attr-defined]
         if call.when == "setup":  # its episode's time, not its wait for it (JUnit time, --durations)
-            report.duration = max(0.0, report.duration + item.stash.get(setup_time_adjust_key, 0.0))
-        if call.excinfo is not None and call.excinfo.errisinstance((InfrastructureError, ContextLimitReached)):
+            report.duration = max(0.0, report.duration + item.stash.get(items.setup_time_adjust_key, 0.0))
+        if call.excinfo is not None and call.excinfo.errisinstance((items.InfrastructureError,
+                                                                   items.ContextLimitReached)):
             report.longrepr = str(call.excinfo.value)
         if isinstance(report.longrepr, str):
             # pytest renders any longrepr with toterminal(), but types it as its own TerminalRepr
             report.longrepr = Headline(report.longrepr)  # type: ignore[assignment]
     _mask_report(item.config, report)
-    made = item.stash.get(records_key, None)
+    made = item.stash.get(items.records_key, None)
     if made:
         from .results import compact
 
@@ -475,9 +465,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 def _mask_report(config: pytest.Config, report: pytest.TestReport) -> None:
     """No secret of the session in what pytest prints or writes of this report (its failure text, its
     captured output); a report that shows none is left as it is (its rich rendering kept)."""
-    from .runstate import state_key
-
-    state = config.stash.get(state_key, None)
+    runstate = sys.modules.get(f"{__package__}.runstate")  # imported with the options (see makereport)
+    state = config.stash.get(runstate.state_key, None) if runstate is not None else None
     forms = state.model_secrets() if state is not None else ()
     if not forms:
         return

@@ -427,7 +427,10 @@ class Progress:
         self.waited = 0.0  # seconds the main thread spent waiting for the pool's episodes
 
     def _model(self, name: str) -> ModelProgress:
-        return self.models.setdefault(name, ModelProgress())
+        found = self.models.get(name)  # not setdefault: it would build a ModelProgress per report
+        if found is None:
+            found = self.models[name] = ModelProgress()
+        return found
 
     def _tr(self) -> Any:
         return self.config.pluginmanager.getplugin("terminalreporter")

@@ -432,3 +432,34 @@ def test_cap_text_fast_path_gives_the_full_walks_result() -> None:
         assert cap_text(value, limit=limit) == _cap_reference(value, limit)
 
     check()
+
+
+def test_a_records_fast_text_reads_back_as_jsons_own_or_is_not_used() -> None:
+    """results._fast_text (pydantic-core's encoder) is used only where json would write the same values,
+    and always as ASCII (a raw U+2028 would split the line for a reader of text lines)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pytest_agentfloor.results import _fast_text, encode_record
+
+    leaves = st.none() | st.booleans() | st.integers(-2**62, 2**62) | st.floats() | st.text(max_size=12)
+    values = st.recursive(leaves, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids,
+                                                                                         max_size=3), max_leaves=10)
+    verdicts = st.lists(st.fixed_dictionaries({"code": st.sampled_from("ASPQ"), "ok": st.booleans()},
+                                              optional={"expected": values, "observed": values}), max_size=3)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.dictionaries(st.text(max_size=6), values, max_size=4), verdicts,
+           st.none() | st.dictionaries(st.text(max_size=4), values, max_size=3))
+    def check(head: dict, verdict_list: list, facets: dict | None) -> None:
+        record = {**head, "verdicts": verdict_list, "facets": facets}
+        fast = _fast_text(record)
+        if fast is not None:
+            assert fast.isascii()
+            assert json.loads(fast) == json.loads(encode_record(record))
+
+    check()
+    assert _fast_text({"answer": "ok", "facets": None, "verdicts": []}) == '{"answer":"ok","facets":null,"verdicts":[]}'
+    assert _fast_text({"answer": "caf\u00e9", "facets": None}) is None  # json escapes it: its text is used
+    assert _fast_text({"facets": {"seen": {"a"}}}) is None  # json writes str(set); pydantic a list
+    assert _fast_text({"facets": None, "verdicts": [{"code": "Q", "ok": False, "expected": 1.5, "observed": float("nan")}]}) is None
