@@ -183,9 +183,16 @@ class CaseItem(pytest.Item):
         self.assessment: Any = None  # judge.assess.Assessment: the semantic verdicts
         self.result: Any = None  # the kind's grade, computed in setup
         self.resume_key = ""
+        self._resolved: Any = None
 
     @property
     def resolved_case(self) -> Any:
+        """The case this item plays (resolved once per item: setup, the episode and the record ask for it)."""
+        if self._resolved is None:
+            self._resolved = self._resolve()
+        return self._resolved
+
+    def _resolve(self) -> Any:
         case = self.entry.resolve(self.variant, self.instance)
         options = self.config.stash[options_key]
         if options.pressure_tag and self.kind.name == "episode":  # --menu / --encoding on a ladder case
@@ -304,7 +311,7 @@ class CaseItem(pytest.Item):
                              + "".join(f"\n{safe_text(line)}" for line in lines[:MAX_JUDGE_LINES]))
 
     def teardown(self) -> None:
-        self.trajectory = self.assessment = self.result = None  # the record holds it now; keeping it would grow memory (and GC time) per item
+        self.trajectory = self.assessment = self.result = self._resolved = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
         assert self.trajectory is not None  # a record is saved once the episode has played

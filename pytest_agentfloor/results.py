@@ -211,7 +211,7 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         "usage_invalid": usage_invalid(tokens_in, tokens_out, traj.latency_s),
         "error": harness_error or (traj.error if traj.error or judge_error is None else judge_error),
         "case_hash": case.content_hash,
-        "config": config.public(),
+        "config": _public(config),
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
         "kind": getattr(case, "kind", "episode"),
         # kind-specific scalar facts (a call site's site, group, whether it acted or refused, ...)
@@ -321,6 +321,19 @@ def compact(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record.get(k) for k in PROPERTY_FIELDS}
 
 
+def _public(config: ModelConfig) -> dict[str, Any]:
+    """config.public(), computed once per configuration (it is frozen) and copied per record: a model_dump
+    per item cost more than the rest of the record's fields together."""
+    found = _PUBLIC.get(id(config))
+    if found is None or found[0] is not config:
+        found = _PUBLIC[id(config)] = (config, config.public())
+    return {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v for k, v in found[1].items()}
+
+
+#: id(config) -> (config, its public view); the config is kept, so its id is never reused
+_PUBLIC: dict[int, tuple[ModelConfig, dict[str, Any]]] = {}
+
+
 def junit_value(value: Any) -> str:
     """A property value as dashboards parse it: `true`/`false`, empty for None, else the plain text."""
     if value is None:
@@ -334,7 +347,8 @@ def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
     """(name, text) pairs for user_properties, and so JUnit XML <property> elements (junit_value;
     its commonest case, a string, inline: this runs for every item)."""
     get = record.get
-    return [(k, v if type(v) is str else junit_value(v)) for k in PROPERTY_FIELDS for v in (get(k),)]
+    return [(k, v if type(v) is str else "" if v is None else ("true" if v else "false") if v is True or v is False
+             else junit_value(v)) for k in PROPERTY_FIELDS for v in (get(k),)]
 
 
 class RunLog:
