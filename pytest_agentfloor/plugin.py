@@ -113,7 +113,7 @@ def _activate(config: pytest.Config, active: bool) -> "Options":
         # a usage error quotes what the user typed (a --model value, a directory name): never raw ESC/RLO
         from .render import safe_text
 
-        raise pytest.UsageError(safe_text(str(exc))) from None
+        raise noted(config, pytest.UsageError(safe_text(str(exc)))) from None
     if active and not hasattr(config, "workerinput"):
         check_nodeid_args(config, options)
         from .options import gate_spec
@@ -155,10 +155,21 @@ def _activate(config: pytest.Config, active: bool) -> "Options":
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     """A benchmark run in a project whose conftest owns --model, given --model: say which option is ours."""
+    return foreign_spelling_note(config) or None
+
+
+def noted(config: pytest.Config, exc: pytest.UsageError) -> pytest.UsageError:
+    """A usage error of a benchmark run given a --model that belongs to the project: it may well be about
+    the plugin's own model selection (its default, an ini setting), so it says which spelling is ours."""
+    note = foreign_spelling_note(config)
+    return pytest.UsageError(f"{exc}\n{note[0]}") if note else exc
+
+
+def foreign_spelling_note(config: pytest.Config) -> list[str]:
+    """The note for a benchmark run given a short spelling (--model) that a conftest or plugin owns here."""
     taken = [a for a in config.stash.get(_taken_key, []) if _typed(config, a)]
-    options = _options(config)
-    if options is None or not options.active or not taken:
-        return None
+    if not taken or not is_benchmark_run(config):
+        return []
     from .options import PREFIX
 
     return [f"agentfloor: {', '.join(taken)} belong{'s' if len(taken) == 1 else ''} to this project's conftest.py "
@@ -205,6 +216,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     options = _options(config)
     if options is None or not options.active or hasattr(config, "workerinput"):
         return
+    if config.option.verbose < 0:  # -q hides the header, which says this: the run must still say it once
+        for note in foreign_spelling_note(config):
+            terminalreporter.write_line(note, yellow=True)
     for note in judge_cache_notes(options):
         terminalreporter.write_line(f"agentfloor: {note}", yellow=True)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
@@ -371,7 +385,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(max_cost_reason(options.max_cost, spent))
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionstart(session: pytest.Session) -> Iterator[None]:
+    """Once the session has started (its servers, its probes): the look-ahead of --concurrency. A usage
+    error of the start (a model's unset key, a dead local server) says which spelling is the plugin's
+    where the project owns --model (noted())."""
+    try:
+        result = yield
+    except pytest.UsageError as exc:
+        raise noted(session.config, exc) from None
     options = _options(session.config)
     if options is not None and options.concurrency > 1:
         # `from .prefetch import`, never `from . import prefetch`: the latter takes the package's
@@ -380,6 +402,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from .prefetch import start
 
         start(session, options.concurrency)
+    return result
 
 
 @pytest.hookimpl(trylast=True)
