@@ -149,6 +149,9 @@ def test_a_ladder_case_in_a_folder_of_any_name_under_the_case_paths_is_collected
     result = pytester.runpytest("--co", "-q", "--variants", "v0", "--instances", "i0", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
     assert "cases/mine/A1.toml::A1[v0-i0-r0-oracle]" in result.stdout.str()
+    wrong = pytester.runpytest("--co", "-q", "--variants", "v9", "-p", "no:cacheprovider")  # checked there too
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--variants: v9 match no case here; the targeted cases have v0 to v4*"])
 
 
 # -- 2. cost of being installed ------------------------------------------------------------------
