@@ -411,7 +411,7 @@ class AgentFloorSession:
             try:
                 if st.report_mode == "all":
                     probe = {name: cls for name, (cls, _) in state.probes.items()}
-                    from .report.files import deviations
+                    from .runinfo import deviations
 
                     dev = deviations({"model": m.name, "config": m.public()} for m in self.options.selected)
                     self.summary = write_reports(records, meta, state.session_dir, probe=probe, run=run,
@@ -440,7 +440,7 @@ class AgentFloorSession:
     @staticmethod
     def _drop_records(path: Path, keys: set[str]) -> None:
         from .corpus import record_key
-        from .report.files import atomic_write
+        from .reportdir import atomic_write
 
         kept = []
         for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
@@ -475,7 +475,7 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         if self.all_records():
             tr.write_line(f"agentfloor protocol {self.options.protocol.describe()}")
-            from .report.files import deviations
+            from .runinfo import deviations
 
             for line in deviations({"model": m.name, "config": m.public()} for m in self.options.selected):
                 tr.write_line(f"agentfloor: deviation from the protocol: {line}", yellow=True)
@@ -512,7 +512,7 @@ class AgentFloorSession:
                 "margin_pp": self.options.margin_pp}
 
     def run_text(self) -> str:
-        from .report.files import run_line
+        from .runinfo import run_line
 
         return run_line(self.run) or f"session {self.session_id}"
 

@@ -18,7 +18,7 @@ for _name in (
     "numpy", "scipy.stats", "openai", "ollama", "h11", "httpcore",
     "httpcore2",  # loaded lazily by openai's HTTP stack on its first request (openai >= 3 uses httpx2)
     "pytest_agentfloor.providers.openai_chat", "pytest_agentfloor.providers.ollama_chat",
-    "pytest_agentfloor.report", "pytest_agentfloor.stats",
+    "pytest_agentfloor.report.files", "pytest_agentfloor.report.terminal", "pytest_agentfloor.stats",
 ):
     try:
         importlib.import_module(_name)

@@ -186,6 +186,21 @@ def test_a_benchmark_run_loads_what_it_needs(pytester: pytest.Pytester, monkeypa
     assert {"numpy", "pytest_agentfloor.report"} <= modules  # the reports at the end: the witness sees them
 
 
+@pytest.mark.parametrize("args", [["--co"], ["--agentfloor-report", "none"]], ids=["plan", "no-report"])
+def test_a_benchmark_run_without_statistics_loads_neither_numpy_nor_scipy(pytester: pytest.Pytester,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         args: list[str]) -> None:
+    """--co shows the plan and --agentfloor-report none writes records and session.json: no statistics."""
+    monkeypatch.setenv("AF_WITNESS", str(pytester.path / "witness.json"))
+    pytester.makeconftest(WITNESS)
+    shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    result = pytester.runpytest_subprocess("cases", "--variants", "v0", "-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.OK
+    modules = witness(pytester)["modules"]
+    assert "pytest_agentfloor.session" in modules
+    assert sorted({m.split(".")[0] for m in modules} & {"numpy", "scipy", "rich", "openai", "ollama"}) == []
+
+
 def test_a_call_site_run_registers_its_kinds_markers_before_its_items_carry_them(pytester: pytest.Pytester) -> None:
     """Built-in kinds load when a file of theirs is collected: their markers still pass --strict-markers."""
     shutil.copytree(REPO / "cases" / "callsite", pytester.path / "cases" / "callsite")

@@ -3,10 +3,29 @@
 Entry points: :func:`write_reports` (aggregate records and write every file), :func:`render_summary`
 (session-end terminal tables), :func:`models_meta_from_records` (model metadata from full run
 records) and ``python -m pytest_agentfloor report`` (:mod:`.cli`, rebuild from a runs.jsonl).
+
+They load on first use: ``report.format`` and ``report.tables`` sit low in the package (the plan, the
+progress line read them) and importing either must not load the writers, the statistics, numpy and
+scipy with this package (a --co run only shows the plan).
 """
 
-from .files import REPORT_FILES, build_summary, models_meta_from_records, write_reports
-from .terminal import render_summary, render_text
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .files import REPORT_FILES, build_summary, models_meta_from_records, write_reports
+    from .terminal import render_summary, render_text
 
 __all__ = ["REPORT_FILES", "build_summary", "models_meta_from_records", "render_summary", "render_text",
            "write_reports"]
+
+_HOME = {"REPORT_FILES": "files", "build_summary": "files", "models_meta_from_records": "files",
+         "write_reports": "files", "render_summary": "terminal", "render_text": "terminal"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
