@@ -4,9 +4,10 @@ Entry points: :func:`write_reports` (aggregate records and write every file), :f
 (session-end terminal tables), :func:`models_meta_from_records` (model metadata from full run
 records) and ``python -m pytest_agentfloor report`` (:mod:`.cli`, rebuild from a runs.jsonl).
 
-They load on first use: ``report.format`` and ``report.tables`` sit low in the package (the plan, the
-progress line read them) and importing either must not load the writers, the statistics, numpy and
-scipy with this package (a --co run only shows the plan).
+They load on first use: ``report.format`` and ``report.tables`` sit low in the package (the plan
+and the live progress line read them), and importing either must not load the writers, the
+statistics, numpy and scipy with this package (a --co run only shows the plan; the progress line's
+first drawing would stall for seconds).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ if TYPE_CHECKING:
 
 __all__ = ["REPORT_FILES", "build_summary", "models_meta_from_records", "render_summary", "render_text",
            "write_reports"]
-
 _HOME = {"REPORT_FILES": "files", "build_summary": "files", "models_meta_from_records": "files",
          "write_reports": "files", "render_summary": "terminal", "render_text": "terminal"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
