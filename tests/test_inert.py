@@ -481,3 +481,13 @@ def test_a_records_fast_text_reads_back_as_jsons_own_or_is_not_used() -> None:
     assert _fast_text({"answer": "caf\u00e9", "facets": None}) is None  # json escapes it: its text is used
     assert _fast_text({"facets": {"seen": {"a"}}}) is None  # json writes str(set); pydantic a list
     assert _fast_text({"facets": None, "verdicts": [{"code": "Q", "ok": False, "expected": 1.5, "observed": float("nan")}]}) is None
+
+
+def test_subprocess_runs_import_this_checkout(pytester: pytest.Pytester) -> None:
+    """Every check above runs pytest in a subprocess: it must load this checkout's plugin, not the copy an
+    editable install points at (else a worktree's subprocess checks pass or fail on another branch's code)."""
+    pytester.makepyfile("import pytest_agentfloor\n\ndef test_where():\n    print('AT', pytest_agentfloor.__file__)\n")
+    result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    (line,) = [line for line in result.outlines if "AT " in line]
+    assert Path(line.split("AT ", 1)[1].strip()).resolve() == (REPO / "pytest_agentfloor" / "__init__.py").resolve()
