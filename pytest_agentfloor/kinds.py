@@ -126,8 +126,11 @@ def plugin_kinds() -> list[CaseKind]:
 
 
 def all_kinds() -> list[CaseKind]:
+    """Every kind, in the entry points' order (the built-ins first), then those registered by hand: the
+    built-ins load by need, so the registry's own order is whichever a run happened to read first."""
     _plugins()
-    return list(KINDS.values())
+    order = {ep.name: i for i, ep in enumerate(_entry_points())}
+    return sorted(KINDS.values(), key=lambda kind: order.get(kind.name, len(order)))
 
 
 def is_case_file(path: Path) -> bool:

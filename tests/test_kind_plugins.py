@@ -74,6 +74,13 @@ def test_every_built_in_kind_implements_the_protocol() -> None:
     assert [k.name for k in kinds.all_kinds()][:4] == ["episode", "callsite", "installation", "pressure"]
 
 
+def test_all_kinds_keeps_the_entry_points_order_whichever_kind_loaded_first(fresh_registry: None) -> None:
+    """Built-in kinds load by need: a run that read a pressure file first still lists the built-ins in order."""
+    kinds.kind_named("pressure")
+    kinds.kind_named("episode")
+    assert [k.name for k in kinds.all_kinds()][:4] == ["episode", "callsite", "installation", "pressure"]
+
+
 def test_an_install_without_the_group_still_finds_the_built_ins(fresh_registry: None,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """An editable install made before the group existed has no entry for it: BUILTIN_KINDS stands in."""
