@@ -3,8 +3,10 @@
 Runs the scripted oracle on the 2-step tier-A case A1 (one tool call, one answer) N times in one
 process, no xdist, and, side by side in the same run, bare pytest (`-p no:agentfloor`) on a
 trivial parametrized test of N cases. Prints for each the median time per item from pytest's own
-logstart→logfinish (setup, episode, grading, record, report) and the amortised wall time per item
-including collection and reporting (two run sizes, so start-up cancels out), then their ratio.
+logstart→logfinish (setup, episode, grading, record, report), wall and CPU (the process's CPU time:
+steadier than wall time on a loaded machine, where a process waits for a core), and the amortised
+wall time per item including collection and reporting (two run sizes, so start-up cancels out), then
+their ratios.
 
     python benchmarks/bench_overhead.py [--items 2000] [--profile]
     python benchmarks/bench_overhead.py --items 1000 --concurrency 1,16,64   # look-ahead on vs off
@@ -35,13 +37,16 @@ TIMING_PLUGIN = '''
 import time, json, os
 _t = {}
 _d = []
+_c = []
 def pytest_runtest_logstart(nodeid, location):
-    _t[nodeid] = time.perf_counter()
+    _t[nodeid] = (time.perf_counter(), time.process_time())
 def pytest_runtest_logfinish(nodeid, location):
-    _d.append(time.perf_counter() - _t.pop(nodeid))
+    wall, cpu = _t.pop(nodeid)
+    _d.append(time.perf_counter() - wall)
+    _c.append(time.process_time() - cpu)
 def pytest_unconfigure(config):
     with open(os.environ["AF_BENCH_OUT"], "w") as fh:
-        json.dump(_d, fh)
+        json.dump({"wall": _d, "cpu": _c}, fh)
 '''
 
 
@@ -70,7 +75,10 @@ def _env(workdir: Path, out: Path) -> dict[str, str]:
     return env
 
 
-def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int = 1) -> tuple[float, list[float]]:
+Timings = tuple[float, dict[str, list[float]]]
+
+
+def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int = 1) -> Timings:
     out = workdir / "durations.json"
     runs, variants = _runs_and_variants(items)
     args = [sys.executable]
@@ -87,7 +95,7 @@ def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int
     return wall, json.loads(out.read_text())
 
 
-def run_bare(items: int, workdir: Path) -> tuple[float, list[float]]:
+def run_bare(items: int, workdir: Path) -> Timings:
     """Bare pytest, the plugin disabled, on a trivial test parametrized `items` times."""
     out = workdir / "durations.json"
     bare = workdir / "bare"
@@ -103,11 +111,12 @@ def run_bare(items: int, workdir: Path) -> tuple[float, list[float]]:
     return wall, json.loads(out.read_text())
 
 
-def per_item(fn: Callable[..., tuple[float, list[float]]], items: int, small: int, **kw: Any) -> tuple[float, float, float]:
-    """(median logstart->logfinish ms, amortised ms per item, wall s of the big run)."""
+def per_item(fn: Callable[..., Timings], items: int, small: int, **kw: Any) -> tuple[float, float, float]:
+    """(median logstart->logfinish wall ms, the same in CPU ms, amortised wall ms per item)."""
     small_wall, _ = fn(small, **kw)
     wall, durations = fn(items, **kw)
-    return statistics.median(durations) * 1e3, (wall - small_wall) / (items - small) * 1e3, wall
+    return (statistics.median(durations["wall"]) * 1e3, statistics.median(durations["cpu"]) * 1e3,
+            (wall - small_wall) / (items - small) * 1e3)
 
 
 def main() -> None:
@@ -116,7 +125,7 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--growth", action="store_true", help="amortised per-item cost at 100, 1,000 and 10,000 items")
     ap.add_argument("--concurrency", default="1", help="comma-separated --agentfloor-concurrency values to measure")
-    ap.add_argument("--best-of", type=int, default=1 if SMOKE else 3, help="repeat each measurement, keep the best")
+    ap.add_argument("--best-of", type=int, default=1 if SMOKE else 3, help="repeat each measurement (interleaved); prints the best and the median")
     args = ap.parse_args()
     small = max(10, min(100, args.items // 2))
     if args.growth:
@@ -124,7 +133,8 @@ def main() -> None:
             work = Path(tmp)
             (work / "timing_plugin.py").write_text(TIMING_PLUGIN)
             for n in (100, 1000, 5000):
-                wall, durations = run(n, work)
+                wall, timings = run(n, work)
+                durations = timings["wall"]
                 print(f"items={n}: total {wall:.2f} s, median per item {statistics.median(durations) * 1e3:.3f} ms, "
                       f"last-10% median {statistics.median(durations[-n // 10:]) * 1e3:.3f} ms")
         return
@@ -137,12 +147,19 @@ def main() -> None:
             for _ in range(args.best_of):  # interleaved, so that drifting load hits both alike
                 ours.append(per_item(run, args.items, small, workdir=work, concurrency=conc))
                 bare.append(per_item(run_bare, args.items, small, workdir=work))
-            o_med, o_am = min(x[0] for x in ours), min(x[1] for x in ours)
-            b_med, b_am = min(x[0] for x in bare), min(x[1] for x in bare)
-            print(f"concurrency={conc} items={args.items} (best of {args.best_of}, load {load:.1f}): "
-                  f"median per item (logstart->logfinish) agentfloor {o_med:.3f} ms vs bare pytest {b_med:.3f} ms "
-                  f"= {o_med / b_med:.2f}x; amortised incl. collection+reporting agentfloor {o_am:.3f} ms vs bare "
-                  f"{b_am:.3f} ms = {o_am / b_am:.2f}x", flush=True)
+            after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            (o_med, o_cpu, o_am), (b_med, b_cpu, b_am) = ([min(x[i] for x in side) for i in range(3)]
+                                                          for side in (ours, bare))
+            # the median over the repeats as well as the best: on a loaded machine the best alone flatters
+            (o_mm, o_mc), (b_mm, b_mc) = ([statistics.median(x[i] for x in side) for i in range(2)]
+                                          for side in (ours, bare))
+            print(f"concurrency={conc} items={args.items} (best of {args.best_of}, load {load:.1f} before, "
+                  f"{after:.1f} after): median per item (logstart->logfinish) agentfloor {o_med:.3f} ms vs bare pytest "
+                  f"{b_med:.3f} ms = {o_med / b_med:.2f}x; in CPU time agentfloor {o_cpu:.3f} ms vs bare {b_cpu:.3f} ms "
+                  f"= {o_cpu / b_cpu:.2f}x; amortised incl. collection+reporting agentfloor {o_am:.3f} ms vs bare "
+                  f"{b_am:.3f} ms = {o_am / b_am:.2f}x; median of the {args.best_of} repeats: per item agentfloor "
+                  f"{o_mm:.3f} ms vs bare {b_mm:.3f} ms = {o_mm / b_mm:.2f}x, CPU {o_mc:.3f} ms vs {b_mc:.3f} ms = "
+                  f"{o_mc / b_mc:.2f}x", flush=True)
         if args.profile:
             prof = work / "prof.out"
             run(args.items, work, profile=prof)

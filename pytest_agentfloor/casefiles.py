@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 #: kinds whose files become items; an ``installation`` file is data that call-site tables read
 COLLECTED_KINDS = ("episode", "callsite", "pressure")
@@ -19,14 +20,26 @@ DATA_KINDS = ("installation",)
 _plugin_kinds: frozenset[str] | None = None
 
 
+_entry_points: list[Any] | None = None
+
+
+def kind_entry_points() -> list[Any]:
+    """The installed ``agentfloor.kinds`` entry points, read once per process (importlib.metadata scans
+    every installed distribution: tens of ms; kinds.py reads them through this too)."""
+    global _entry_points
+    if _entry_points is None:
+        from importlib import metadata
+
+        _entry_points = list(metadata.entry_points(group="agentfloor.kinds"))
+    return _entry_points
+
+
 def collected_kinds() -> frozenset[str]:
     """The built-in collected kinds plus every ``agentfloor.kinds`` entry point's name (read from the
     installed metadata, without importing any kind: this runs in every pytest run)."""
     global _plugin_kinds
     if _plugin_kinds is None:
-        from importlib import metadata
-
-        names = {ep.name for ep in metadata.entry_points(group="agentfloor.kinds")}
+        names = {ep.name for ep in kind_entry_points()}
         _plugin_kinds = frozenset(COLLECTED_KINDS) | (names - set(DATA_KINDS))
     return _plugin_kinds
 _KIND = re.compile(r'^kind\s*=\s*["\'](?P<kind>[A-Za-z_]+)["\']\s*(?:#.*)?$', re.M)

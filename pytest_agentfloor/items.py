@@ -62,6 +62,18 @@ def _register_marker(config: pytest.Config, name: str) -> None:
         known.add(name)
 
 
+_kind_markers_key = pytest.StashKey[set]()
+
+
+def register_kind_markers(config: pytest.Config, kind: CaseKind) -> None:
+    """A kind's markers, registered once per run when the kind is first used (before its items carry them)."""
+    done = config.stash.setdefault(_kind_markers_key, set())
+    if kind.name not in done:
+        for name, text in kind.markers.items():
+            config.addinivalue_line("markers", f"{name}: {text}")
+        done.add(kind.name)
+
+
 #: the records an item made in the current phase; plugin.py moves them onto that phase's report
 records_key = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -98,6 +110,7 @@ class CaseFile(pytest.File):
     def collect(self) -> Iterator["CaseItem"]:
         options = self.config.stash[options_key]
         self.kind, entries = load_file(self.path)
+        register_kind_markers(self.config, self.kind)
         ids = self.config.stash.setdefault(case_ids_key, {})
         for entry in entries:
             first = ids.setdefault(entry.id, self.path)
@@ -170,9 +183,16 @@ class CaseItem(pytest.Item):
         self.assessment: Any = None  # judge.assess.Assessment: the semantic verdicts
         self.result: Any = None  # the kind's grade, computed in setup
         self.resume_key = ""
+        self._resolved: Any = None
 
     @property
     def resolved_case(self) -> Any:
+        """The case this item plays (resolved once per item: setup, the episode and the record ask for it)."""
+        if self._resolved is None:
+            self._resolved = self._resolve()
+        return self._resolved
+
+    def _resolve(self) -> Any:
         case = self.entry.resolve(self.variant, self.instance)
         options = self.config.stash[options_key]
         if options.pressure_tag and self.kind.name == "episode":  # --menu / --encoding on a ladder case
@@ -291,7 +311,7 @@ class CaseItem(pytest.Item):
                              + "".join(f"\n{safe_text(line)}" for line in lines[:MAX_JUDGE_LINES]))
 
     def teardown(self) -> None:
-        self.trajectory = self.assessment = self.result = None  # the record holds it now; keeping it would grow memory (and GC time) per item
+        self.trajectory = self.assessment = self.result = self._resolved = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
         assert self.trajectory is not None  # a record is saved once the episode has played

@@ -21,7 +21,7 @@ from .kindspec import CaseKind, Entry
 from .suite.loader import CaseError, read_toml
 
 __all__ = ["BUILTIN_KINDS", "ENTRY_POINT_GROUP", "CaseKind", "Entry", "KindPluginError", "all_kinds",
-           "is_case_file", "kind_named", "load_file", "register_kind"]
+           "is_case_file", "kind_named", "kind_names", "load_file", "plugin_kinds", "register_kind"]
 
 ENTRY_POINT_GROUP = "agentfloor.kinds"
 
@@ -49,10 +49,23 @@ def register_kind(kind: CaseKind) -> None:
     KINDS[kind.name] = kind
 
 
+_found: list[metadata.EntryPoint] | None = None
+
+
 def _entry_points() -> list[metadata.EntryPoint]:
-    """The group's entry points: the built-ins first (from the metadata, else BUILTIN_KINDS), then the rest by name."""
+    """The group's entry points (read once per process): the built-ins first (from the metadata, else
+    BUILTIN_KINDS), then the rest by name."""
+    global _found
+    if _found is None:
+        _found = _read_entry_points()
+    return _found
+
+
+def _read_entry_points() -> list[metadata.EntryPoint]:
+    from .casefiles import kind_entry_points
+
     found: dict[str, metadata.EntryPoint] = {}
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in kind_entry_points():
         other = found.get(ep.name)
         if other is not None and other.value != ep.value:
             raise KindPluginError(f"{ENTRY_POINT_GROUP}: two entry points name the kind {ep.name!r} "
@@ -90,14 +103,34 @@ def _plugins() -> None:
         _loaded = True
 
 
+def kind_names() -> list[str]:
+    """Every kind's name, from the entry points and the kinds registered by hand, importing none."""
+    return sorted({*KINDS, *(ep.name for ep in _entry_points())})
+
+
 def kind_named(name: str) -> CaseKind:
-    _plugins()
+    """The kind called `name`, loading only its own entry point (a ladder run never imports the call-site
+    or pressure kinds); KeyError when no entry point names it."""
+    if name not in KINDS:
+        found = [ep for ep in _entry_points() if ep.name == name]
+        if not found:
+            raise KeyError(name)
+        register_kind(_load(found[0]))
     return KINDS[name]
 
 
+def plugin_kinds() -> list[CaseKind]:
+    """The third-party kinds (every entry point beyond BUILTIN_KINDS), loaded: a broken one names itself
+    at start-up, and their markers are registered before collection. The built-ins load by need."""
+    return [kind_named(ep.name) for ep in _entry_points() if ep.name not in BUILTIN_KINDS]
+
+
 def all_kinds() -> list[CaseKind]:
+    """Every kind, in the entry points' order (the built-ins first), then those registered by hand: the
+    built-ins load by need, so the registry's own order is whichever a run happened to read first."""
     _plugins()
-    return list(KINDS.values())
+    order = {ep.name: i for i, ep in enumerate(_entry_points())}
+    return sorted(KINDS.values(), key=lambda kind: order.get(kind.name, len(order)))
 
 
 def is_case_file(path: Path) -> bool:
@@ -113,11 +146,10 @@ def is_case_file(path: Path) -> bool:
 
 def load_file(path: Path) -> tuple[CaseKind, list[Entry]]:
     """Read one case file and hand it to its kind; a CaseError names the file and the problem."""
-    _plugins()
     data, raw = read_toml(path)
     name = data.pop("kind", "episode")
-    if name not in KINDS:
-        raise CaseError(path, [f"kind: unknown case kind {name!r}; valid: {', '.join(sorted(KINDS))}"])
-    kind = KINDS[name]
+    if not isinstance(name, str) or name not in kind_names():
+        raise CaseError(path, [f"kind: unknown case kind {name!r}; valid: {', '.join(kind_names())}"])
+    kind = kind_named(name)
     return kind, kind.entries(data, Path(path), hashlib.sha256(raw).hexdigest()[:16])
 

@@ -61,12 +61,8 @@ class CaseKind(Protocol):
 
     #: the value of a case file's ``kind`` key (the ladder's files, which have none, are ``episode``)
     name: str
-    #: marker name -> description, registered at configure time
+    #: marker name -> description, registered before the kind's first items (a plug-in's at start-up)
     markers: dict[str, str]
-    #: the folder name (an fnmatch pattern) whose TOML files are this kind's; None: never collected
-    folder: str | None
-    #: whether a file in that folder must also say ``kind = "<name>"`` to be collected
-    declared: bool
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]: ...
 

@@ -42,7 +42,7 @@ DEFAULT_CONCURRENCY = 64
 MAX_CONCURRENCY = 4096
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq (and so __hash__) over ~60 fields costs ms in every pytest run; unused
 class Options:
     """What the user asked for, resolved once per pytest process (controller or worker) from the
     command line and the ini file; never changed afterwards. What the run holds beside it (providers,
@@ -217,7 +217,8 @@ def _own_arguments(parser: pytest.Parser) -> list[Any]:
 def taken_aliases(parser: pytest.Parser) -> list[str]:
     """Short spellings that another plugin or a conftest already uses (the plugin leaves them alone)."""
     mine = {n for opt in _own_arguments(parser) for n in opt.names()}
-    return sorted(a for a in SHORT if a in _registered(parser) - mine)
+    others = _registered(parser) - mine  # once: this runs in every pytest run
+    return sorted(a for a in SHORT if a in others)
 
 
 def add_free_aliases(parser: pytest.Parser) -> None:
@@ -519,11 +520,13 @@ def from_ini(config: pytest.Config, name: str) -> bool:
 
 def name_the_source(config: pytest.Config, exc: pytest.UsageError) -> pytest.UsageError:
     """An error about an option whose value came from the config file names the ini key and the file."""
-    flag = str(exc).split(":", 1)[0].strip()
-    ini = _FLAG_INI.get(flag)
-    if ini is None or not from_ini(config, ini):
+    text = str(exc)
+    found = re.match(r"--[\w-]+", text)  # "--runs: ...", also "--agentfloor-baseline PATH: ..." and "--gate-floor 'X': ..."
+    ini = _FLAG_INI.get(found.group()) if found else None
+    if found is None or ini is None or not from_ini(config, ini):
         return exc
-    return pytest.UsageError(ini_label(config, ini) + str(exc)[len(flag):])
+    rest = text[found.end():]
+    return pytest.UsageError(ini_label(config, ini) + (rest if rest.startswith(":") else ":" + rest))
 
 
 def _int_opt(config: pytest.Config, name: str, flag: str, minimum: int = 1, maximum: int | None = None) -> int:
@@ -798,11 +801,11 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
         raise pytest.UsageError(str(exc)) from None
 
 def _menu(config: pytest.Config) -> int | None:
-    from .pressure.catalogue import DISTRACTOR_NAMES
-
     raw = str(_opt(config, "agentfloor_menu") or "").strip()
     if not raw:
         return None
+    from .pressure.catalogue import DISTRACTOR_NAMES  # only for a run under --menu
+
     if not raw.isdigit() or not 1 <= int(raw) <= len(DISTRACTOR_NAMES):
         raise pytest.UsageError(f"--agentfloor-menu: expected a number of tool schemas from 1 to {len(DISTRACTOR_NAMES)} "
                                 f"(seed 002 uses 8, 32, 128), got {raw!r}")
@@ -810,11 +813,11 @@ def _menu(config: pytest.Config) -> int | None:
 
 
 def _encoding(config: pytest.Config) -> str | None:
-    from .pressure.encoding import ENCODINGS
-
     raw = str(_opt(config, "agentfloor_encoding") or "").strip()
     if not raw:
         return None
+    from .pressure.encoding import ENCODINGS  # only for a run under --encoding
+
     if raw not in ENCODINGS:
         raise pytest.UsageError(f"--agentfloor-encoding: expected one of {', '.join(ENCODINGS)}, got {raw!r}")
     return raw

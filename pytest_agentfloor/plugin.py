@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
@@ -81,15 +82,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
     active = is_benchmark_run(config)
     if active or config.option.markers:
-        from .kinds import KindPluginError, all_kinds
+        # --markers lists every kind's markers; a benchmark run loads the third-party kinds now (a broken one
+        # names itself before anything runs) and each built-in kind when a file of it is collected
+        # (items.register_kind_markers): a ladder run never imports the call-site or pressure kinds
+        from .kinds import KindPluginError, all_kinds, plugin_kinds
 
         try:
-            kinds = all_kinds()
+            kinds = all_kinds() if config.option.markers else plugin_kinds()
         except KindPluginError as exc:  # a broken third-party kind names itself, in one line
             raise pytest.UsageError(str(exc)) from None
+        from .items import register_kind_markers
+
         for kind in kinds:
-            for name, text in kind.markers.items():
-                config.addinivalue_line("markers", f"{name}: {text}")
+            register_kind_markers(config, kind)
     if active:
         _activate(config, active=True)
 
@@ -108,7 +113,7 @@ def _activate(config: pytest.Config, active: bool) -> "Options":
         # a usage error quotes what the user typed (a --model value, a directory name): never raw ESC/RLO
         from .render import safe_text
 
-        raise pytest.UsageError(safe_text(str(exc))) from None
+        raise noted(config, pytest.UsageError(safe_text(str(exc)))) from None
     if active and not hasattr(config, "workerinput"):
         check_nodeid_args(config, options)
         from .options import gate_spec
@@ -150,10 +155,21 @@ def _activate(config: pytest.Config, active: bool) -> "Options":
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     """A benchmark run in a project whose conftest owns --model, given --model: say which option is ours."""
+    return foreign_spelling_note(config) or None
+
+
+def noted(config: pytest.Config, exc: pytest.UsageError) -> pytest.UsageError:
+    """A usage error of a benchmark run given a --model that belongs to the project: it may well be about
+    the plugin's own model selection (its default, an ini setting), so it says which spelling is ours."""
+    note = foreign_spelling_note(config)
+    return pytest.UsageError(f"{exc}\n{note[0]}") if note else exc
+
+
+def foreign_spelling_note(config: pytest.Config) -> list[str]:
+    """The note for a benchmark run given a short spelling (--model) that a conftest or plugin owns here."""
     taken = [a for a in config.stash.get(_taken_key, []) if _typed(config, a)]
-    options = _options(config)
-    if options is None or not options.active or not taken:
-        return None
+    if not taken or not is_benchmark_run(config):
+        return []
     from .options import PREFIX
 
     return [f"agentfloor: {', '.join(taken)} belong{'s' if len(taken) == 1 else ''} to this project's conftest.py "
@@ -168,6 +184,7 @@ def _typed(config: pytest.Config, name: str) -> bool:
 def check_nodeid_args(config: pytest.Config, options: "Options") -> None:
     """A node id naming a model that is not selected would be 'not found'; say which option selects it."""
     from .nodeids import split_nodeid
+    from .options import _opt
 
     selected = {m.name for m in options.selected}
     for arg in config.args:
@@ -175,7 +192,7 @@ def check_nodeid_args(config: pytest.Config, options: "Options") -> None:
         if "::" in str(arg) and path.endswith(".toml") and model and model not in selected:
             flag = "--agentfloor-model" if "--model" in config.stash.get(_taken_key, []) else "--model"
             hint = f"add {flag} {model}" if model in options.models else \
-                f"model {model!r} is not configured in {config.getini('agentfloor_models_file')} either"
+                f"model {model!r} is not configured in {_opt(config, 'agentfloor_models_file')} either"
             raise pytest.UsageError(f"{arg}: this node id is an item of model {model!r}, which is not selected "
                                     f"(selected: {', '.join(sorted(selected)) or 'none'}); {hint}")
 
@@ -199,6 +216,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     options = _options(config)
     if options is None or not options.active or hasattr(config, "workerinput"):
         return
+    if config.option.verbose < 0:  # -q hides the header, which says this: the run must still say it once
+        for note in foreign_spelling_note(config):
+            terminalreporter.write_line(note, yellow=True)
     for note in judge_cache_notes(options):
         terminalreporter.write_line(f"agentfloor: {note}", yellow=True)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
@@ -237,6 +257,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return CaseFile.from_parent(parent, path=file_path)
 
 
+#: from this many items on, collection_finish runs a full garbage collection before freezing
+FREEZE_COLLECT_ITEMS = 1000
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Move what collection built out of the garbage collector's view.
@@ -252,7 +276,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any(isinstance(i, CaseItem) for i in session.items):
         import gc
 
-        gc.collect()
+        if len(session.items) >= FREEZE_COLLECT_ITEMS:  # a full collection first (tens of ms): worth it only
+            gc.collect()  # for a large run, where it keeps start-up garbage out of the frozen set
         gc.freeze()
 
 
@@ -360,7 +385,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(max_cost_reason(options.max_cost, spent))
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionstart(session: pytest.Session) -> Iterator[None]:
+    """Once the session has started (its servers, its probes): the look-ahead of --concurrency. A usage
+    error of the start (a model's unset key, a dead local server) says which spelling is the plugin's
+    where the project owns --model (noted())."""
+    try:
+        result = yield
+    except pytest.UsageError as exc:
+        raise noted(session.config, exc) from None
     options = _options(session.config)
     if options is not None and options.concurrency > 1:
         # `from .prefetch import`, never `from . import prefetch`: the latter takes the package's
@@ -369,22 +402,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from .prefetch import start
 
         start(session, options.concurrency)
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """With --concurrency, upcoming items' episodes play in threads; items still report in order."""
-    if _options(item.config) is None:
-        return (yield)
-    from .prefetch import after_item, before_item, prefetcher_key
-
-    if prefetcher_key not in item.config.stash:
-        return (yield)
-    before_item(item)
-    try:
-        return (yield)
-    finally:
-        after_item(item)
+    return result
 
 
 @pytest.hookimpl(trylast=True)
@@ -441,19 +459,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     report = yield
     if _options(item.config) is None:
         return report
-    from .items import ContextLimitReached, InfrastructureError, records_key, setup_time_adjust_key
-
+    # items.py as this run imported it (never a module attribute kept here: pytester's in-process runs
+    # re-import it); not imported at all, no item or fixture of the plugin has made a record
+    items = sys.modules.get(f"{__package__}.items")
+    if items is None:
+        _mask_report(item.config, report)
+        return report
     if getattr(item, "agentfloor_case", False):
         report.agentfloor_measured = True  # type: ignore[attr-defined]
         if call.when == "setup":  # its episode's time, not its wait for it (JUnit time, --durations)
-            report.duration = max(0.0, report.duration + item.stash.get(setup_time_adjust_key, 0.0))
-        if call.excinfo is not None and call.excinfo.errisinstance((InfrastructureError, ContextLimitReached)):
+            report.duration = max(0.0, report.duration + item.stash.get(items.setup_time_adjust_key, 0.0))
+        if call.excinfo is not None and call.excinfo.errisinstance((items.InfrastructureError,
+                                                                   items.ContextLimitReached)):
             report.longrepr = str(call.excinfo.value)
         if isinstance(report.longrepr, str):
             # pytest renders any longrepr with toterminal(), but types it as its own TerminalRepr
             report.longrepr = Headline(report.longrepr)  # type: ignore[assignment]
     _mask_report(item.config, report)
-    made = item.stash.get(records_key, None)
+    made = item.stash.get(items.records_key, None)
     if made:
         from .results import compact
 
@@ -465,9 +488,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 def _mask_report(config: pytest.Config, report: pytest.TestReport) -> None:
     """No secret of the session in what pytest prints or writes of this report (its failure text, its
     captured output); a report that shows none is left as it is (its rich rendering kept)."""
-    from .runstate import state_key
-
-    state = config.stash.get(state_key, None)
+    runstate = sys.modules.get(f"{__package__}.runstate")  # imported with the options (see makereport)
+    state = config.stash.get(runstate.state_key, None) if runstate is not None else None
     forms = state.model_secrets() if state is not None else ()
     if not forms:
         return

@@ -29,7 +29,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout  # not the builtin one before Python 3.11
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -106,6 +106,9 @@ class Prefetcher:
         #: the window slides over them, which cost O(window) per item
         self._inline: set[int] = set()
         self._positions: dict[int, int] | None = None
+        #: without xdist, every item before this position has been looked at (submitted or found inline):
+        #: the sliding window asks only about the items it newly reaches, O(1) per item, not O(window)
+        self._looked_to = self._reached = 0
         self._stopped = False
         self._lock = threading.Lock()
         self._gates: dict[str, OrderedGate] = {}
@@ -114,9 +117,13 @@ class Prefetcher:
     # -- which items come next ----------------------------------------------------------------
     def upcoming(self, item: pytest.Item) -> list[pytest.Item]:
         """This process's items from `item` on, at most `window` of them."""
+        return self._window(item, fresh=False)
+
+    def _window(self, item: pytest.Item, fresh: bool) -> list[pytest.Item]:
+        """upcoming(); with `fresh`, without xdist, only the window's items not looked at before."""
         items = self.session.items
         queue = _xdist_queue(self.session.config)
-        if queue is not None:
+        if queue is not None:  # xdist hands out items as it goes: the whole window each time
             current, pending = queue
             return [items[i] for i in [current, *pending][: self.window] if isinstance(i, int) and i < len(items)]
         if self._positions is None:
@@ -124,7 +131,11 @@ class Prefetcher:
         start = self._positions.get(id(item))
         if start is None:
             return [item]
-        return items[start: start + self.window]
+        end = start + self.window
+        if not fresh:
+            return items[start:end]
+        self._reached = end  # advance() moves _looked_to here once it has looked at them all
+        return items[max(start, self._looked_to):end]
 
     # -- submission ----------------------------------------------------------------------------
     def advance(self, item: pytest.Item, play_for: Callable[[pytest.Item], Callable[[], Any] | None]) -> None:
@@ -132,7 +143,7 @@ class Prefetcher:
         if self._stopped or self.session.shouldstop or self.session.shouldfail:
             self.stop()
             return
-        for nxt in self.upcoming(item):
+        for nxt in self._window(item, fresh=True):
             key = id(nxt)
             if key in self._futures or key in self._inline:
                 continue
@@ -149,6 +160,7 @@ class Prefetcher:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="agentfloor-episode")
             self._futures[key] = self._pool.submit(job)
+        self._looked_to = max(self._looked_to, self._reached)
 
     def _gated(self, model: str, places: int, job: Callable[[], Any]) -> Callable[[], Any]:
         gate = self._gates.get(model)
@@ -339,9 +351,27 @@ def after_item(item: pytest.Item) -> None:
         prefetcher.stop()  # -x / --maxfail: no episode starts after the stop
 
 
+class ItemHooks:
+    """The per-item hook of the look-ahead, registered only while a prefetcher runs: a run without one
+    (--agentfloor-concurrency 1, a run that is not a benchmark run) pays no hook wrapper per item."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        """Upcoming items' episodes play in threads; items still report in order."""
+        before_item(item)
+        try:
+            return (yield)
+        finally:
+            after_item(item)
+
+
+HOOKS_NAME = "agentfloor-prefetch"
+
+
 def start(session: pytest.Session, concurrency: int) -> None:
     if concurrency > 1:
         session.config.stash[prefetcher_key] = Prefetcher(session, concurrency)
+        session.config.pluginmanager.register(ItemHooks(), HOOKS_NAME)
 
 
 def finish(config: pytest.Config) -> None:
@@ -349,3 +379,6 @@ def finish(config: pytest.Config) -> None:
     if prefetcher is not None:
         prefetcher.close()
         del config.stash[prefetcher_key]
+    hooks = config.pluginmanager.get_plugin(HOOKS_NAME)
+    if hooks is not None:
+        config.pluginmanager.unregister(hooks)

@@ -435,7 +435,10 @@ class Progress:
         self.ticked = self.started  # when a tick last redrew for the clock's sake
 
     def _model(self, name: str) -> ModelProgress:
-        return self.models.setdefault(name, ModelProgress())
+        found = self.models.get(name)  # not setdefault: it would build a ModelProgress per report
+        if found is None:
+            found = self.models[name] = ModelProgress()
+        return found
 
     def _tr(self) -> Any:
         return self.config.pluginmanager.getplugin("terminalreporter")

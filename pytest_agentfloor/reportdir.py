@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -224,3 +225,26 @@ def prune_sessions(report_dir: Path, keep: int, current: str) -> list[str]:
             continue  # in use on a platform that refuses, or already gone: left for the next session
         removed.append(sid)
     return removed
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` newlines) to a temp file beside ``path``, then ``os.replace``.
+
+    A lone surrogate from a model's output (UTF-8 cannot hold one) is written as its escape,
+    so one bad character never costs the whole report.
+    """
+    from .render import escape_surrogates
+
+    text = escape_surrogates(text)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -75,6 +75,65 @@ def encode_record(record: Mapping[str, Any]) -> str:
     return json.dumps(record, separators=(",", ":"), default=str)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """Only JSON's own types (tuples as lists), string keys, finite numbers: json and pydantic-core
+    write the same values for it."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCALARS):
+            if isinstance(node, float) and not math.isfinite(node):
+                return False
+        elif isinstance(node, dict):
+            if not all(type(k) is str for k in node):
+                return False
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        else:
+            return False
+    return True
+
+
+def _kinds_values_plain(record: Mapping[str, Any]) -> bool:
+    """Whether the values a case kind (a plug-in's too) puts into a record are JSON's own types: its
+    facets and its verdicts' expected/observed. Every other field is built by record_and_text from
+    numbers and strings, or by pydantic's model_dump(mode="json") (trajectory, config), the protocol's
+    params and the judge's own record: checked once by tests, not per record (a walk of the whole
+    record costs more than json's encoder saves)."""
+    facets = record.get("facets")
+    if facets is not None and not (isinstance(facets, dict) and all(isinstance(v, _SCALARS) for v in facets.values())
+                                   and _plain(facets)):
+        return False
+    for v in record.get("verdicts") or ():
+        if not (isinstance(v.get("expected", ""), str) and isinstance(v.get("observed", ""), str)):
+            return _plain(record.get("verdicts"))
+    return True
+
+
+def _fast_text(record: Mapping[str, Any]) -> str | None:
+    """encode_record's text through pydantic-core's serializer (several times faster than json's on a
+    record's many small values), or None where the two could differ: a value outside JSON's own types
+    (json hands it to `default`, pydantic has its own forms for sets, bytes, dates), a non-finite
+    float, any non-ASCII character (json escapes it; a raw U+2028 or U+0085 would also split the line
+    for a reader that splits text lines). A number may be spelled differently (1e-5 for 1e-05): the
+    same JSON value."""
+    if not _kinds_values_plain(record):
+        return None
+    from pydantic_core import to_json
+
+    try:
+        data = to_json(record, inf_nan_mode="constants")
+    except Exception:  # e.g. a lone surrogate in a string: json's encoder escapes it
+        return None
+    if not data.isascii() or b"NaN" in data or b"Infinity" in data:
+        return None  # (NaN/Infinity inside a string match too: json then decides, which is only slower)
+    return data.decode("ascii")
+
+
 def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
                     nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None,
                     harness_error: str | None = None, secrets: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
@@ -98,6 +157,7 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
     harness = traj.termination == "context_limit"
     passed = bool(grade and grade.passed and not infra and not harness)
     calls = traj.calls
+    tokens_in, tokens_out = traj.tokens_in, traj.tokens_out  # sums over the turns: once each
     priced = any(v is not None for v in (config.pricing.hourly_usd, config.pricing.input_per_mtok,
                                          config.pricing.output_per_mtok))
     # outputs brought from elsewhere may carry the cost their source paid (providers/recorded.py)
@@ -123,9 +183,9 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         None if passed or infra or grade is None else grade.terminal_flag,
         "termination": traj.termination,
         "turns": len(traj.turns),
-        "calls": len(traj.calls),
-        "tokens_in": traj.tokens_in,
-        "tokens_out": traj.tokens_out,
+        "calls": len(calls),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
         "reasoning_tokens": traj.reasoning_tokens,
         "latency_s": round(traj.latency_s, 6),
         "wall_s": round(traj.wall_s, 6),
@@ -141,17 +201,17 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         # usage the server got wrong (negative, absurd) makes the cost unknown: it never lowers --max-cost's meter;
         # a cost recorded elsewhere (providers/recorded.py) counts only when it is a finite, non-negative figure
         "cost_usd": (round(sum(recorded), 10) if all(_valid_cost(c) for c in recorded) else None) if recorded else
-        round(config.pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s), 10)
-        if priced and not usage_invalid(traj.tokens_in, traj.tokens_out, traj.busy_s) else None,
+        round(config.pricing.cost(tokens_in, tokens_out, traj.busy_s), 10)
+        if priced and not usage_invalid(tokens_in, tokens_out, traj.busy_s) else None,
         "calls_malformed": sum(1 for c in calls if c.malformed),
         "calls_rejected": sum(t.calls_rejected for t in traj.turns),  # beyond MAX_CALLS_PER_TURN, none kept
         "calls_hallucinated": sum(1 for c in calls if c.hallucinated),
         "calls_repeated": sum(1 for c in calls if c.repeated),
         "turns_leaked": sum(1 for t in traj.turns if t.leaked_call),
-        "usage_invalid": usage_invalid(traj.tokens_in, traj.tokens_out, traj.latency_s),
+        "usage_invalid": usage_invalid(tokens_in, tokens_out, traj.latency_s),
         "error": harness_error or (traj.error if traj.error or judge_error is None else judge_error),
         "case_hash": case.content_hash,
-        "config": config.public(),
+        "config": _public(config),
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
         "kind": getattr(case, "kind", "episode"),
         # kind-specific scalar facts (a call site's site, group, whether it acted or refused, ...)
@@ -168,10 +228,12 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         from .masking import mask
 
         record = mask(record, secrets)
-    try:
-        text = encode_record(record)
-    except (TypeError, ValueError, RecursionError):
-        text = None  # cap_text and bound_record decide, as for a large record (and raise what they raise)
+    text = _fast_text(record)
+    if text is None:
+        try:
+            text = encode_record(record)
+        except (TypeError, ValueError, RecursionError):
+            text = None  # cap_text and bound_record decide, as for a large record (and raise what they raise)
     if text is not None and len(text) <= MAX_TEXT_BYTES:
         return record, text
     stored, capped = cap_text({"error": record["error"], "trajectory": record["trajectory"],
@@ -259,6 +321,19 @@ def compact(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record.get(k) for k in PROPERTY_FIELDS}
 
 
+def _public(config: ModelConfig) -> dict[str, Any]:
+    """config.public(), computed once per configuration (it is frozen) and copied per record: a model_dump
+    per item cost more than the rest of the record's fields together."""
+    found = _PUBLIC.get(id(config))
+    if found is None or found[0] is not config:
+        found = _PUBLIC[id(config)] = (config, config.public())
+    return {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v for k, v in found[1].items()}
+
+
+#: id(config) -> (config, its public view); the config is kept, so its id is never reused
+_PUBLIC: dict[int, tuple[ModelConfig, dict[str, Any]]] = {}
+
+
 def junit_value(value: Any) -> str:
     """A property value as dashboards parse it: `true`/`false`, empty for None, else the plain text."""
     if value is None:
@@ -269,8 +344,11 @@ def junit_value(value: Any) -> str:
 
 
 def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
-    """(name, text) pairs for user_properties, and so JUnit XML <property> elements."""
-    return [(k, junit_value(record.get(k))) for k in PROPERTY_FIELDS]
+    """(name, text) pairs for user_properties, and so JUnit XML <property> elements (junit_value;
+    its commonest case, a string, inline: this runs for every item)."""
+    get = record.get
+    return [(k, v if type(v) is str else "" if v is None else ("true" if v else "false") if v is True or v is False
+             else junit_value(v)) for k in PROPERTY_FIELDS for v in (get(k),)]
 
 
 class RunLog:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -151,3 +152,40 @@ def merged_run(parts: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any]
     ids = [str(run.get("session_id", "?")) for _, run in parts if run]
     return {"session_id": "merged " + " + ".join(ids) if ids else "merged", "complete": not reasons,
             "partial_reasons": reasons, "selection": {"models": models}, "merged_from": [s for s, _ in parts]}
+
+
+def run_line(run: Mapping[str, Any] | None) -> str | None:
+    """One line saying which session the report describes and whether that run is COMPLETE.
+
+    ``run``: the session's ``session.json`` (see :mod:`pytest_agentfloor.runinfo`); None for
+    records without one (e.g. a runs.jsonl assembled by hand), which says nothing.
+    """
+    if not run:
+        return None
+    state = "COMPLETE" if run.get("complete") else "PARTIAL"
+    reasons = list(run.get("partial_reasons") or [])
+    sel = run.get("selection") or {}
+    bits = [f"session {run.get('session_id', '?')}", state + (f" ({'; '.join(reasons)})" if reasons else "")]
+    if sel.get("models"):
+        bits.append("models " + ", ".join(sel["models"]))
+    if sel.get("paths"):
+        bits.append("paths " + " ".join(sel["paths"]))
+    protocol = run.get("protocol") or {}
+    if protocol.get("name"):
+        bits.append(f"protocol {protocol['name']}")
+    windows = run.get("context_windows") or {}
+    if windows:
+        bits.append("context " + ", ".join(f"{m} {w if w else 'unknown'}" for m, w in windows.items()))
+    return " · ".join(bits)
+
+
+def deviations(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The repair switches the records ran under, one line each (model names sorted): every report
+    header names them, since a repair changes the harness while the protocol's limits stay frozen."""
+    seen: dict[tuple[str, ...], set[str]] = {}
+    for r in records:
+        cfg = r.get("config")
+        reps = cfg.get("repairs") if isinstance(cfg, Mapping) else None
+        if isinstance(reps, list) and reps:
+            seen.setdefault(tuple(str(x) for x in reps), set()).add(str(r.get("model")))
+    return [f"repair {' + '.join(k)} ({', '.join(sorted(v))})" for k, v in sorted(seen.items())]

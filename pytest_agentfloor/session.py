@@ -149,9 +149,8 @@ class AgentFloorSession:
                     state.provider(m)
                 except RecordedOutputsError as exc:
                     raise pytest.UsageError(f"models.{m.name}.path: {exc}") from None
-        from .local.session import needs_server
-
-        if needs_server(served):  # the judge's embedded model too (--judge local)
+        # the local package (model files, the server's machinery) loads only for a local model
+        if any(m.provider == "local" for m in served) and _needs_server(served):  # the judge's embedded model too (--judge local)
             from .local.model_files import ModelFileError
             from .local.server import LocalServerError
             from .local.session import start_local_servers
@@ -414,7 +413,7 @@ class AgentFloorSession:
             try:
                 if st.report_mode == "all":
                     probe = {name: cls for name, (cls, _) in state.probes.items()}
-                    from .report.files import deviations
+                    from .runinfo import deviations
 
                     dev = deviations({"model": m.name, "config": m.public()} for m in self.options.selected)
                     self.summary = write_reports(records, meta, state.session_dir, probe=probe, run=run,
@@ -466,7 +465,7 @@ class AgentFloorSession:
     @staticmethod
     def _drop_records(path: Path, keys: set[str]) -> None:
         from .corpus import record_key
-        from .report.files import atomic_write
+        from .reportdir import atomic_write
 
         kept = []
         for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
@@ -501,7 +500,7 @@ class AgentFloorSession:
             tr.write_line(f"agentfloor: resumed {len(self.resumed)} item(s) from runs.jsonl")
         if self.all_records():
             tr.write_line(f"agentfloor protocol {self.options.protocol.describe()}")
-            from .report.files import deviations
+            from .runinfo import deviations
 
             for line in deviations({"model": m.name, "config": m.public()} for m in self.options.selected):
                 tr.write_line(f"agentfloor: deviation from the protocol: {line}", yellow=True)
@@ -542,7 +541,7 @@ class AgentFloorSession:
                 "margin_pp": self.options.margin_pp, "routing_out": self.options.routing_out}
 
     def run_text(self) -> str:
-        from .report.files import run_line
+        from .runinfo import run_line
 
         return run_line(self.run) or f"session {self.session_id}"
 
@@ -607,11 +606,20 @@ class _SafeLines:
         return getattr(self._tr, name)
 
 
+def _needs_server(served: list[Any]) -> list[Any]:
+    from .local.session import needs_server
+
+    return needs_server(served)
+
+
 def keep_sessions(config: pytest.Config) -> int:
     """--agentfloor-keep-sessions N (ini agentfloor_keep_sessions): session directories kept; 0 keeps all."""
-    from .options import _int_opt, _opt
+    from .options import _int_opt, _opt, name_the_source
     from .reportdir import DEFAULT_KEEP_SESSIONS
 
     if not str(_opt(config, "agentfloor_keep_sessions") or "").strip():
         return DEFAULT_KEEP_SESSIONS
-    return _int_opt(config, "agentfloor_keep_sessions", "--agentfloor-keep-sessions", 0, 1_000_000)
+    try:
+        return _int_opt(config, "agentfloor_keep_sessions", "--agentfloor-keep-sessions", 0, 1_000_000)
+    except pytest.UsageError as exc:  # set in the ini file: the error names its key and the file
+        raise name_the_source(config, exc) from None

@@ -14,11 +14,17 @@ import pytest
 
 from tests.fakeserver import started_servers
 
+# pytester's subprocess runs and the tests' own subprocesses must import this checkout's package, not
+# the copy an editable install points at (a worktree's tests otherwise run main's code in every
+# subprocess). Set before any test, so every child inherits it.
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO, os.environ.get("PYTHONPATH", "")) if p)
+
 for _name in (
     "numpy", "scipy.stats", "openai", "ollama", "h11", "httpcore",
     "httpcore2",  # loaded lazily by openai's HTTP stack on its first request (openai >= 3 uses httpx2)
     "pytest_agentfloor.providers.openai_chat", "pytest_agentfloor.providers.ollama_chat",
-    "pytest_agentfloor.report", "pytest_agentfloor.stats",
+    "pytest_agentfloor.report.files", "pytest_agentfloor.report.terminal", "pytest_agentfloor.stats",
 ):
     try:
         importlib.import_module(_name)

@@ -162,6 +162,19 @@ def test_a_conftest_defining_model_keeps_it_and_the_plugin_answers_to_agentfloor
                                 "another plugin here; pytest-agentfloor's spelling is --agentfloor-model"])
     quiet = userproj.runpytest_subprocess("cases/tier_A0", "--agentfloor-model", "oracle", "-p", "no:cacheprovider")
     assert outcomes(quiet) == {"passed": 25} and "belongs to" not in quiet.stdout.str()
+    note = ("agentfloor: --model belongs to this project's conftest.py or another plugin here; pytest-agentfloor's "
+            "spelling is --agentfloor-model")
+    # the plugin's own selection (the ini's gpt, whose key is unset) fails: the error says which spelling is ours
+    unset = userproj.runpytest_subprocess("cases/tier_A0", "--model", "gpt2", "--variants", "v0", "-q",
+                                          "-p", "no:cacheprovider")
+    assert unset.ret == pytest.ExitCode.USAGE_ERROR
+    unset.stderr.fnmatch_lines(["ERROR: models.gpt.api_key_env: environment variable USERPROJ_UNSET_KEY is not set*",
+                                note])
+    # -q hides the header: the note comes once, at the end
+    short = userproj.runpytest_subprocess("cases/tier_A0", "--model", "gpt2", "--variants", "v0", "-q",
+                                          "-o", "agentfloor_models=oracle", "-p", "no:cacheprovider")
+    assert short.ret == pytest.ExitCode.OK, short.stderr.str()
+    assert [line for line in short.stdout.lines if "belongs to" in line] == [note]
 
 
 def test_a_conftest_taking_a_prefixed_name_gets_a_usage_error_not_a_traceback(userproj: pytest.Pytester) -> None:

@@ -44,9 +44,18 @@ def _audit(event, args):
 sys.addaudithook(_audit)
 
 
+FIRST = []
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if not FIRST:
+        FIRST.append(sorted(sys.modules))
+
+
 def pytest_unconfigure(config):
     with open(os.environ["AF_WITNESS"], "w") as fh:
-        json.dump({"modules": sorted(sys.modules), "sockets": len(SOCKETS)}, fh)
+        json.dump({"modules": sorted(sys.modules), "sockets": len(SOCKETS), "at_first_item": FIRST[0] if FIRST else []},
+                  fh)
 '''
 
 
@@ -140,6 +149,9 @@ def test_a_ladder_case_in_a_folder_of_any_name_under_the_case_paths_is_collected
     result = pytester.runpytest("--co", "-q", "--variants", "v0", "--instances", "i0", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
     assert "cases/mine/A1.toml::A1[v0-i0-r0-oracle]" in result.stdout.str()
+    wrong = pytester.runpytest("--co", "-q", "--variants", "v9", "-p", "no:cacheprovider")  # checked there too
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--variants: v9 match no case here; the targeted cases have v0 to v4*"])
 
 
 # -- 2. cost of being installed ------------------------------------------------------------------
@@ -164,8 +176,40 @@ def test_a_benchmark_run_loads_what_it_needs(pytester: pytest.Pytester, monkeypa
     shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
     result = pytester.runpytest_subprocess("cases", "--variants", "v0", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
-    modules = set(witness(pytester)["modules"])
-    assert {"pydantic", "pytest_agentfloor.items", "pytest_agentfloor.session", "filelock"} <= modules
+    seen = witness(pytester)
+    modules, first = set(seen["modules"]), set(seen["at_first_item"])
+    assert {"pydantic", "pytest_agentfloor.items", "pytest_agentfloor.session", "filelock"} <= first
+    # a ladder run plays its first item before the statistics, the clients or the other kinds load
+    heavy = ("numpy", "scipy", "openai", "ollama", "httpx", "pytest_agentfloor.report", "pytest_agentfloor.stats",
+             "pytest_agentfloor.callsite.kind", "pytest_agentfloor.pressure", "pytest_agentfloor.local")
+    assert sorted(m for m in first if any(m == h or m.startswith(h + ".") for h in heavy)) == []
+    assert {"numpy", "pytest_agentfloor.report"} <= modules  # the reports at the end: the witness sees them
+
+
+@pytest.mark.parametrize("args", [["--co"], ["--agentfloor-report", "none"]], ids=["plan", "no-report"])
+def test_a_benchmark_run_without_statistics_loads_neither_numpy_nor_scipy(pytester: pytest.Pytester,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         args: list[str]) -> None:
+    """--co shows the plan and --agentfloor-report none writes records and session.json: no statistics."""
+    monkeypatch.setenv("AF_WITNESS", str(pytester.path / "witness.json"))
+    pytester.makeconftest(WITNESS)
+    shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    result = pytester.runpytest_subprocess("cases", "--variants", "v0", "-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.OK
+    modules = witness(pytester)["modules"]
+    assert "pytest_agentfloor.session" in modules
+    assert sorted({m.split(".")[0] for m in modules} & {"numpy", "scipy", "rich", "openai", "ollama"}) == []
+
+
+def test_a_call_site_run_registers_its_kinds_markers_before_its_items_carry_them(pytester: pytest.Pytester) -> None:
+    """Built-in kinds load when a file of theirs is collected: their markers still pass --strict-markers."""
+    shutil.copytree(REPO / "cases" / "callsite", pytester.path / "cases" / "callsite")
+    result = pytester.runpytest_subprocess("cases/callsite/intent.toml", "--co", "-q", "--strict-markers",
+                                           "-m", "callsite", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    assert any("intent.toml::" in line for line in result.stdout.lines)
+    markers = pytester.runpytest_subprocess("--markers", "-p", "no:cacheprovider")
+    markers.stdout.fnmatch_lines(["@pytest.mark.ladder:*", "@pytest.mark.callsite:*"], consecutive=False)
 
 
 def test_option_names_kept_literal_for_a_light_start_match_their_modules() -> None:
@@ -325,6 +369,21 @@ def test_a_bad_ini_value_names_the_ini_key_and_the_file(pytester: pytest.Pyteste
     override.stderr.fnmatch_lines(["*-o agentfloor_margin: expected a number of percentage points in *"])
 
 
+@pytest.mark.parametrize(("setting", "value", "error"), [
+    ("agentfloor_baseline", "old/runs.jsonl", "old/runs.jsonl: no such file"),
+    ("agentfloor_gate_floors", "tier_A=high", "'tier_A=high': expected TIER>=VALUE*"),
+    ("agentfloor_keep_sessions", "many", "expected a whole number from 0 to 1000000, got 'many'"),
+])
+def test_errors_whose_text_quotes_the_value_also_name_the_ini_key_and_file(
+        pytester: pytest.Pytester, setting: str, value: str, error: str) -> None:
+    """Messages of the form '--flag VALUE: ...' (a path, a floor) and settings read outside read_options."""
+    shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    cfg = pytester.makeini(f"[pytest]\n{setting} = {value}\n")
+    result = pytester.runpytest("cases", "--co", "-q", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: ini setting {setting} in {cfg}: {error}"])
+
+
 def test_a_models_file_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:
     shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
     result = pytester.runpytest("cases", "--co", "-q", "--models-file", "nope.toml", "-p", "no:cacheprovider")
@@ -391,3 +450,44 @@ def test_cap_text_fast_path_gives_the_full_walks_result() -> None:
         assert cap_text(value, limit=limit) == _cap_reference(value, limit)
 
     check()
+
+
+def test_a_records_fast_text_reads_back_as_jsons_own_or_is_not_used() -> None:
+    """results._fast_text (pydantic-core's encoder) is used only where json would write the same values,
+    and always as ASCII (a raw U+2028 would split the line for a reader of text lines)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pytest_agentfloor.results import _fast_text, encode_record
+
+    leaves = st.none() | st.booleans() | st.integers(-2**62, 2**62) | st.floats() | st.text(max_size=12)
+    values = st.recursive(leaves, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids,
+                                                                                         max_size=3), max_leaves=10)
+    verdicts = st.lists(st.fixed_dictionaries({"code": st.sampled_from("ASPQ"), "ok": st.booleans()},
+                                              optional={"expected": values, "observed": values}), max_size=3)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.dictionaries(st.text(max_size=6), values, max_size=4), verdicts,
+           st.none() | st.dictionaries(st.text(max_size=4), values, max_size=3))
+    def check(head: dict, verdict_list: list, facets: dict | None) -> None:
+        record = {**head, "verdicts": verdict_list, "facets": facets}
+        fast = _fast_text(record)
+        if fast is not None:
+            assert fast.isascii()
+            assert json.loads(fast) == json.loads(encode_record(record))
+
+    check()
+    assert _fast_text({"answer": "ok", "facets": None, "verdicts": []}) == '{"answer":"ok","facets":null,"verdicts":[]}'
+    assert _fast_text({"answer": "caf\u00e9", "facets": None}) is None  # json escapes it: its text is used
+    assert _fast_text({"facets": {"seen": {"a"}}}) is None  # json writes str(set); pydantic a list
+    assert _fast_text({"facets": None, "verdicts": [{"code": "Q", "ok": False, "expected": 1.5, "observed": float("nan")}]}) is None
+
+
+def test_subprocess_runs_import_this_checkout(pytester: pytest.Pytester) -> None:
+    """Every check above runs pytest in a subprocess: it must load this checkout's plugin, not the copy an
+    editable install points at (else a worktree's subprocess checks pass or fail on another branch's code)."""
+    pytester.makepyfile("import pytest_agentfloor\n\ndef test_where():\n    print('AT', pytest_agentfloor.__file__)\n")
+    result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    (line,) = [line for line in result.outlines if "AT " in line]
+    assert Path(line.split("AT ", 1)[1].strip()).resolve() == (REPO / "pytest_agentfloor" / "__init__.py").resolve()

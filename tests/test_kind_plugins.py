@@ -57,7 +57,9 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """The registry as in a new process (entry points not read yet), restored afterwards."""
     monkeypatch.setattr(kinds, "KINDS", {})
     monkeypatch.setattr(kinds, "_loaded", False)
+    monkeypatch.setattr(kinds, "_found", None)  # the entry points, read again
     monkeypatch.setattr(casefiles, "_plugin_kinds", None)  # the kind names scope reads from the metadata
+    monkeypatch.setattr(casefiles, "_entry_points", None)
     monkeypatch.delitem(sys.modules, "wordcheck_kind", raising=False)  # each test installs its own copy
 
 
@@ -69,6 +71,13 @@ def test_the_built_in_kinds_are_the_entry_points_pyproject_declares() -> None:
 def test_every_built_in_kind_implements_the_protocol() -> None:
     for kind in kinds.all_kinds():
         assert isinstance(kind, CaseKind), kind.name
+    assert [k.name for k in kinds.all_kinds()][:4] == ["episode", "callsite", "installation", "pressure"]
+
+
+def test_all_kinds_keeps_the_entry_points_order_whichever_kind_loaded_first(fresh_registry: None) -> None:
+    """Built-in kinds load by need: a run that read a pressure file first still lists the built-ins in order."""
+    kinds.kind_named("pressure")
+    kinds.kind_named("episode")
     assert [k.name for k in kinds.all_kinds()][:4] == ["episode", "callsite", "installation", "pressure"]
 
 

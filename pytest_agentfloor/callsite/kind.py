@@ -302,8 +302,6 @@ class CallSiteKind:
     name = "callsite"
     markers = MARKERS
     sends_tools = False  # the tool probe never gates these items (probe.gate)
-    folder: str | None = "callsite"
-    declared = True
 
     def sections(self) -> list[ReportSection]:
         """The call-site section of every report (statistics imported only when a report is built)."""
@@ -331,8 +329,6 @@ class InstallationKind:
 
     name = "installation"
     markers: dict[str, str] = {}
-    folder: str | None = None  # read by the tables that name it, never collected
-    declared = True
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         try:

@@ -66,7 +66,7 @@ class Table:
         return table_text(self.fields, self.cases, self.calls(), reviewed=True)
 
     def save(self) -> None:
-        from ..report.files import atomic_write
+        from ..reportdir import atomic_write
 
         text = self.text()
         back = read_table(self.path, text)  # written as read: anything else is this module's bug

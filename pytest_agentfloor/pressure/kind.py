@@ -58,8 +58,6 @@ def cell_markers(variant: str, instance: str) -> tuple[str, ...]:
 class PressureKind(EpisodeKind):
     name = "pressure"
     markers = MARKERS
-    folder: str | None = "pressure"
-    declared = True
 
     def sections(self) -> list[ReportSection]:
         """The controlled-pressure section of every report."""

@@ -176,6 +176,8 @@ POLICIES: dict[str, Policy] = {
     "workflow_shy": oracle, "guide_shy": oracle,
 }
 MENU_SHY_LIMIT = 32
+#: the policies repair_shy_action may divert from the oracle
+REPAIR_SHY = frozenset({"workflow_shy", "guide_shy"})
 
 
 def repair_shy_action(policy: str, case: "ResolvedCase", t: int,
@@ -224,7 +226,7 @@ class ScriptedProvider:
             if self.config.policy == "menu_shy" and menu_shy_fails(case, len(tools)):
                 return Reply(content="", finish_reason="length", tokens_in=40 * len(tools),
                              tokens_out=self.config.max_tokens)
-            shy = repair_shy_action(self.config.policy or "oracle", case, t, messages)
+            shy = repair_shy_action(self.config.policy, case, t, messages) if self.config.policy in REPAIR_SHY else None
             action = self._policy(case, t) if shy is None else shy
         tokens_in = sum(len(m.get("content") or "") for m in messages) // 4 + 40 * len(tools)
         if isinstance(action, str):

@@ -4,9 +4,10 @@ Entry points: :func:`write_reports` (aggregate records and write every file), :f
 (session-end terminal tables), :func:`models_meta_from_records` (model metadata from full run
 records) and ``python -m pytest_agentfloor report`` (:mod:`.cli`, rebuild from a runs.jsonl).
 
-They are imported when first asked for: the package is also the home of light modules read while
-a run is in progress (``format``: the live progress line's "unknown"), which must not pull in the
-statistics (numpy, scipy) and stall the line's first drawing for seconds.
+They load on first use: ``report.format`` and ``report.tables`` sit low in the package (the plan
+and the live progress line read them), and importing either must not load the writers, the
+statistics, numpy and scipy with this package (a --co run only shows the plan; the progress line's
+first drawing would stall for seconds).
 """
 
 from __future__ import annotations

@@ -15,15 +15,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..reportdir import atomic_write
 from ..results import PROPERTY_FIELDS
+from ..runinfo import deviations, run_line
 from ..stats import Summary, aggregate
 from ..stats.diagnostics import counts_from_trajectory
 from .tables import config_line
@@ -145,29 +145,6 @@ def normalise_meta(models_meta: Mapping[str, Mapping[str, Any]] | None,
 
 
 # -- writing ------------------------------------------------------------------------------
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8, ``\\n`` newlines) to a temp file beside ``path``, then ``os.replace``.
-
-    A lone surrogate from a model's output (UTF-8 cannot hold one) is written as its escape,
-    so one bad character never costs the whole report.
-    """
-    from ..render import escape_surrogates
-
-    text = escape_surrogates(text)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def build_summary(records: Iterable[Mapping[str, Any]], models_meta: Mapping[str, Mapping[str, Any]] | None, *,
                   reference: str | None = None, margin_pp: float = 10.0, n_boot: int = 10_000, seed: int = 42,
                   infra_as_failure: bool = False, cluster: str | None = None, **stats_opts: Any,
@@ -210,43 +187,6 @@ def read_probe(path: Path) -> dict[str, str] | None:
         return None
     data = json.loads(path.read_text())
     return {name: str(entry.get("classification")) for name, entry in data.items() if isinstance(entry, dict)}
-
-
-def run_line(run: Mapping[str, Any] | None) -> str | None:
-    """One line saying which session the report describes and whether that run is COMPLETE.
-
-    ``run``: the session's ``session.json`` (see :mod:`pytest_agentfloor.runinfo`); None for
-    records without one (e.g. a runs.jsonl assembled by hand), which says nothing.
-    """
-    if not run:
-        return None
-    state = "COMPLETE" if run.get("complete") else "PARTIAL"
-    reasons = list(run.get("partial_reasons") or [])
-    sel = run.get("selection") or {}
-    bits = [f"session {run.get('session_id', '?')}", state + (f" ({'; '.join(reasons)})" if reasons else "")]
-    if sel.get("models"):
-        bits.append("models " + ", ".join(sel["models"]))
-    if sel.get("paths"):
-        bits.append("paths " + " ".join(sel["paths"]))
-    protocol = run.get("protocol") or {}
-    if protocol.get("name"):
-        bits.append(f"protocol {protocol['name']}")
-    windows = run.get("context_windows") or {}
-    if windows:
-        bits.append("context " + ", ".join(f"{m} {w if w else 'unknown'}" for m, w in windows.items()))
-    return " · ".join(bits)
-
-
-def deviations(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The repair switches the records ran under, one line each (model names sorted): every report
-    header names them, since a repair changes the harness while the protocol's limits stay frozen."""
-    seen: dict[tuple[str, ...], set[str]] = {}
-    for r in records:
-        cfg = r.get("config")
-        reps = cfg.get("repairs") if isinstance(cfg, Mapping) else None
-        if isinstance(reps, list) and reps:
-            seen.setdefault(tuple(str(x) for x in reps), set()).add(str(r.get("model")))
-    return [f"repair {' + '.join(k)} ({', '.join(sorted(v))})" for k, v in sorted(seen.items())]
 
 
 def render_files(summary: Summary, meta: Mapping[str, Mapping[str, Any]],

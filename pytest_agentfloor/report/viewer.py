@@ -273,7 +273,7 @@ def load_sources(paths: Sequence[Path]) -> tuple[list[tuple[str, list[dict[str, 
 
 def write_viewer(paths: Sequence[Path], out: Path) -> tuple[int, list[str]]:
     """Write viewer.html for the runs files; return (runs shown, problems)."""
-    from .files import atomic_write
+    from ..reportdir import atomic_write
 
     sources, problems = load_sources(paths)
     atomic_write(out, render_viewer(sources))

@@ -25,8 +25,6 @@ class EpisodeKind:
 
     name = "episode"
     markers: dict[str, str] = {"ladder": "an AgentFloor ladder case (tiers A0-E); `-m ladder` selects the ladder alone"}
-    folder: str | None = "tier_*"
-    declared = False  # a ladder file has no kind key
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         case = parse_case(data, path)

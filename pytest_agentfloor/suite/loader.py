@@ -144,16 +144,19 @@ def iter_case_files(root: Path) -> list[Path]:
 
 
 def case_names(paths: list[Path]) -> tuple[set[str], set[str]]:
-    """Prompt variant and instance names of the case files at or under `paths` (a light read:
-    TOML only, no validation; files that do not parse are skipped here and reported by collection)."""
+    """Prompt variant and instance names of the case files at or under `paths`, found by their content
+    as collection finds them (a light read: TOML only, no validation; files that do not parse are
+    skipped here and reported by collection)."""
+    from ..casefiles import shaped_as_case
+
     variants: set[str] = set()
     instances: set[str] = set()
     files: list[Path] = []
     for p in paths:
-        if p.is_file() and p.suffix == ".toml" and p.parent.name.startswith("tier_"):
+        if p.is_file() and p.suffix == ".toml" and shaped_as_case(p):
             files.append(p)
         elif p.is_dir():
-            files += iter_case_files(p)
+            files += sorted(f for f in p.rglob("*.toml") if f.is_file() and shaped_as_case(f))
     for f in files:
         try:
             data = tomllib.loads(f.read_bytes().decode("utf-8"))

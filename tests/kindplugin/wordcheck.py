@@ -35,8 +35,6 @@ class WordCase:
 class WordCheckKind:
     name = "wordcheck"  # the case file's `kind` key, and the entry point's name
     markers = {"wordcheck": "a one-word answer case"}
-    folder = "wordcheck"  # files in a folder of this name declaring kind = "wordcheck" are collected
-    declared = True
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         cases = data.get("case")
