@@ -99,6 +99,8 @@ class Trajectory(BaseModel):
     lane: str | None = Field(None, description="pressure menu lane: fixed, or routed (oracle-assisted)")
     repairs: list[str] = Field(default_factory=list, description="repair switches in force (harness_repairs.py)")
     router: str | None = Field(None, description="the router's outcome: narrowed, absent, ambiguous or no-change")
+    cap_scale: int | None = Field(None, description="the completion cap's multiplier (the cap sweep's high arm); "
+                                  "None: the cap in force as configured")
     controller_stops: list[str] = Field(default_factory=list, description="why the public-handoff controller "
                                         "handed back to the model, each time it was consulted (handoffs.STOPS)")
     endpoint_wait_s: float = Field(0.0, description="seconds the episode waited because an endpoint asked for a "

@@ -54,6 +54,10 @@ def cell_facets(case: ResolvedCase, traj: Trajectory) -> dict[str, Any]:
     own = sum(1 for t in traj.turns if t.controller for _ in t.calls)
     if own:
         out["controller_calls"] = own  # calls the public-handoff controller issued (no model request)
+    if traj.repairs:  # the arm: the repair statistics read it from the record's facets (pressure/repairs/records.py)
+        out["repairs"] = sorted(traj.repairs)
+    if traj.cap_scale:
+        out["cap_scale"] = traj.cap_scale
     return out
 
 
@@ -68,11 +72,18 @@ class PressureKind(EpisodeKind):
     folder: str | None = "pressure"
     declared = True
 
+    def play(self, options: Any, case: Any, model: Any, provider: Any, run: int) -> Trajectory:
+        """An episode, as the ladder's; the trajectory also says the cap sweep's multiplier in force."""
+        traj = super().play(options, case, model, provider, run)
+        traj.cap_scale = model.cap_scale
+        return traj
+
     def sections(self) -> list[ReportSection]:
-        """The controlled-pressure section of every report."""
+        """The controlled-pressure section of every report, and the repairs' (arms, the cap sweep, the frontier)."""
+        from .repair_tables import section as repairs
         from .tables import section
 
-        return [section()]
+        return [section(), repairs()]
 
     def entries(self, data: dict[str, Any], path: Path, content_hash: str) -> list[Entry]:
         content_hash = f"{content_hash}+c{COMPILER_VERSION}"  # compiled cells change with the compiler
