@@ -27,7 +27,35 @@ VIEWER_FILE = "viewer.html"
 #: index columns, in the order viewer.js reads them
 COLUMNS: tuple[str, ...] = ("source", "model", "tier", "task", "variant", "instance", "run", "outcome",
                             "failure_mode", "first_unmet", "terminal_flag", "termination", "turns", "calls",
-                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline", "case_hash")
+                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline", "case_hash", "repair",
+                            "levels")
+
+
+def repair_of(record: dict[str, Any]) -> str | None:
+    """The run's repair arm (repairs and a raised cap, docs/pressures.md): 'none' when it has neither;
+    None for records that name no configuration."""
+    facets = record.get("facets") if isinstance(record.get("facets"), dict) else {}
+    cfg = record.get("config") if isinstance(record.get("config"), dict) else None
+    src = facets if facets and ("repairs" in facets or "cap_scale" in facets) else cfg
+    if src is None:
+        return "none" if facets else None
+    parts = sorted(str(x) for x in src.get("repairs") or ())
+    scale = src.get("cap_scale")
+    if isinstance(scale, int) and not isinstance(scale, bool) and scale > 1:
+        parts.append(f"cap{scale}")
+    return "+".join(parts) or "none"
+
+
+def levels_of(record: dict[str, Any]) -> str | None:
+    """The pressure levels of a run, as the markers name them (V128 Whigh linked routed; frontier calls30)."""
+    f = record.get("facets")
+    if not isinstance(f, dict):
+        return None
+    if f.get("calls") is not None:
+        return f"frontier calls{f['calls']}"
+    out = [f"V{f['V']}" if f.get("V") is not None else None, f"W{f['W']}" if f.get("W") else None, f.get("D"),
+           f.get("lane")]
+    return " ".join(str(x) for x in out if x) or None
 
 
 class _Strings:
@@ -125,7 +153,7 @@ def build_data(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]]) -> tuple
                 _num(r.get("turns")), _num(r.get("calls")), _num(r.get("tokens_in")), _num(r.get("tokens_out")),
                 _num(r.get("latency_s"), 3), _num(r.get("cost_usd"), 8),
                 "" if outcome(r) == "pass" else headline(r),
-                str(r["case_hash"])[:12] if r.get("case_hash") else None,
+                str(r["case_hash"])[:12] if r.get("case_hash") else None, repair_of(r), levels_of(r),
             ])
             details.append(_detail(r, strings))
     index = {"columns": list(COLUMNS), "rows": rows, "sources": [label for label, _ in sources],
