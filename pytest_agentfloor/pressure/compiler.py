@@ -168,7 +168,7 @@ def publish(case: ResolvedCase, route: tuple[str, str, str], start: str) -> Reso
     and the handoffs of its chain from `start` (module doc)."""
     from .routes import sentence
 
-    assert case.pressure is not None
+    assert isinstance(case.pressure, PressureCell)
     cell = case.pressure.model_copy(update={"route": route, "handoffs": handoff_chain(case, start)})
     return case.model_copy(update={"prompt": f"{case.prompt} {sentence(route)}", "pressure": cell})
 

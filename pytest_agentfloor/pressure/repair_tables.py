@@ -34,12 +34,18 @@ def layer_table(s: dict[str, Any]) -> TextTable | None:
             cells += list(_est(r.get(q)))
         cells += [r.get("best_other") or DASH, pval(r.get("p_iut")), pval(r.get("p_holm")),
                   "yes" if r.get("active") else "no"]
-        t.add(cells, end_section=i + 1 < len(rows) and rows[i + 1]["group"] != r["group"])
+        by = r.get("by_config") or {}
+        t.add(cells, end_section=not by and i + 1 < len(rows) and rows[i + 1]["group"] != r["group"])
+        for n, (config, b) in enumerate(by.items()):
+            t.add(["", f"  {config}", str(b["units"]), ""] + [x for q in ("L", "gamma", "sigma") for x in _est(b[q])]
+                  + [DASH, DASH, "", "", "", ""], end_section=n == len(by) - 1)
     t.notes.append("Per layer, a unit is (configuration, family, the other cell coordinates, the rest of the harness): "
                    "L = none(unstressed) - none(stressed), Gamma = repair - none under stress, Sigma = Gamma minus the "
                    "repair's gain without stress, Delta = Sigma minus the best other repair's Sigma on the same units "
                    "(all in pp). Stress: R and V: V 8 -> 128; W: low -> high; D: raw -> compact/typed/linked; "
                    "frontier: 2 -> 30 calls. Intervals: 95% family-cluster bootstrap, 10,000 draws.")
+    t.notes.append("Indented rows: each configuration's own L, Gamma and Sigma on its units (no activation test: "
+                   "the pooled row carries it).")
     t.notes.append("A repair activates when L, Gamma and Sigma are all > 0 (intersection-union test: its p is the "
                    "largest one-sided p, each the larger of the bootstrap's and an exact sign-flip test's over "
                    "families), Holm over R, V, W, D, and over the controller with its control (which also needs "

@@ -65,7 +65,8 @@ def pressure_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, 
 
 def switched(record: Mapping[str, Any]) -> bool:
     """A record of a repair arm or a raised cap (config.repairs, config.cap_scale), not the frozen harness."""
-    cfg = record.get("facets") if any(k in record.get("facets") or {} for k in ("repairs", "cap_scale")) \
+    facets = record.get("facets")
+    cfg = facets if isinstance(facets, Mapping) and ("repairs" in facets or "cap_scale" in facets) \
         else record.get("config")
     if not isinstance(cfg, Mapping):
         return False

@@ -196,3 +196,12 @@ def test_the_capacity_section_reads_the_frozen_harness_only() -> None:
     v = next(c for c in s["contrasts"]["fixed"] if c["contrast"] == "V")
     assert v["units"] == 3 * 3  # (model, family) units of the three plain configurations
     assert summarise([rec("m", "f")]) is None  # nothing but the plain harness: no repair section
+
+
+def test_each_configuration_gets_its_own_quantities_beside_the_pooled_row() -> None:
+    w = next(r for r in summarise(generic_rescue(), n_boot=B)["layers"] if r["layer"] == "W")
+    assert sorted(w["by_config"]) == [f"c{k}" for k in range(5)]
+    c0 = w["by_config"]["c0"]  # units i = 0, 1: succeed unstressed and stressed, with or without the repair
+    assert c0["units"] == 16 and (c0["L"]["pp"], c0["gamma"]["pp"], c0["sigma"]["pp"]) == (0.0, 0.0, 0.0)
+    c4 = w["by_config"]["c4"]  # units 8, 9: fail unstressed (8 rescued by the repair), fail stressed
+    assert (c4["L"]["pp"], c4["gamma"]["pp"], c4["sigma"]["pp"]) == (0.0, 0.0, -50.0)

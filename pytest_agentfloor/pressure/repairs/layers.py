@@ -20,7 +20,9 @@ arm is the same without it, so repairs are paired with exactly the harness they 
 hold two switches of one family of layers are left out of it. Clusters are families.
 Activation: quantities.activation, Holm over the capacity layers present (R, V, W, D), and over
 the controller with its wrong-layer control (canonical delivery), where the controller also needs
-its wrong-layer advantage Delta > 0.
+its wrong-layer advantage Delta > 0. The rows pool the configurations, as seed 002 does; each row
+also holds every configuration's own L, Gamma and Sigma (``by_config``: estimates and intervals on
+that configuration's units, no activation test), since a practitioner decides for one.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def repair_table(runs: Sequence[Run], *, n_boot: int = DEFAULT_N_BOOT, seed: int
         layers = [lay for lay in LAYERS if lay.group == group]
         present = [lay for lay in layers if any(lay.switch in r.arm for r in runs)]
         results: dict[str, LayerRepair] = {}
+        per: dict[str, dict[str, dict[str, Any] | None]] = {}
         for lay in present:
             others = [o.switch for o in present if o is not lay]
             outs = outcomes(runs, lay.axis, [lay.switch, *others])
@@ -96,7 +99,20 @@ def repair_table(runs: Sequence[Run], *, n_boot: int = DEFAULT_N_BOOT, seed: int
                               n_boot=n_boot, seed=seed)
             if lr.L.units:
                 results[lay.key] = lr
+                mine = {o.unit.split("|", 1)[0] for o in outs}
+                per[lay.key] = {c: _brief(layer_repair([o for o in outs if o.unit.split("|", 1)[0] == c],
+                                                       layer=lay.key, repair=lay.switch, n_boot=n_boot, seed=seed))
+                                for c in sorted(mine)}
         acts = activation(results, alpha=alpha, require_delta=[k for k in results if k in NEEDS_DELTA])
         for key, lr in results.items():
-            rows.append({"group": group, **as_dict(lr, acts[key])})
+            rows.append({"group": group, **as_dict(lr, acts[key]),
+                         "by_config": {c: v for c, v in per[key].items() if v is not None}})
     return rows
+
+
+def _brief(lr: LayerRepair) -> dict[str, Any] | None:
+    """One configuration's L, Gamma and Sigma (pp and interval), or None when it has no paired unit."""
+    if not lr.L.units:
+        return None
+    return {"units": lr.L.units, **{q: {"pp": e.pp, "lo": e.lo, "hi": e.hi}
+                                    for q, e in (("L", lr.L), ("gamma", lr.gamma), ("sigma", lr.sigma))}}

@@ -76,9 +76,9 @@ def repeat_table(rs: list[Run], *, n_boot: int, seed: int) -> dict[str, Any] | N
     n = max((r.run for r in rs), default=0) + 1
     if n < 2:
         return None
-    groups: dict[str, dict[tuple[str, ...], list[float]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rs:
-        groups[arm_label(r.arm)][(r.config, r.family, r.cell)].append(r.success)
+        groups[arm_label(r.arm)][f"{r.config}|{r.family}|{r.cell}"].append(r.success)
     rows = []
     for label in sorted(groups, key=lambda a: (a != "none", a)):
         x = repeats(groups[label], runs=n)
