@@ -104,13 +104,15 @@ def policy_table(s: dict[str, Any]) -> TextTable | None:
     if not rows:
         return None
     t = TextTable("repairs_policy", "Probe, then act only after a failed probe",
-                  ["action", "blocks", "probe failed", "recovered", "policy success", "tokens/1000 (probe charged)",
-                   "USD/1000 (probe charged)", "USD/1000 (no probe)"], "lrrrrrrr")
-    for r in rows:
+                  ["incumbent", "action", "blocks", "probe failed", "recovered", "policy success",
+                   "tokens/1000 (probe charged)", "USD/1000 (probe charged)", "USD/1000 (no probe)"], "llrrrrrrr")
+    for i, r in enumerate(rows):
+        first = i == 0 or rows[i - 1]["incumbent"] != r["incumbent"]
         rec = f"{r['recovered']} ({pct(r['recovered_share'])})" if r["recovered_share"] is not None else DASH
-        t.add([r["action"], str(r["blocks"]), str(r["probe_failed"]), rec, pct(r["policy_success"]),
-               f"{r['tokens_per_1000_with_probe']:,.0f}", usd(r["usd_per_1000_with_probe"], "unknown"),
-               usd(r["usd_per_1000_without_probe"], "unknown")])
+        t.add([r["incumbent"] if first else "", r["action"], str(r["blocks"]), str(r["probe_failed"]), rec,
+               pct(r["policy_success"]), f"{r['tokens_per_1000_with_probe']:,.0f}",
+               usd(r["usd_per_1000_with_probe"], "unknown"), usd(r["usd_per_1000_without_probe"], "unknown")],
+              end_section=i + 1 < len(rows) and rows[i + 1]["incumbent"] != r["incumbent"])
     t.notes.append("A block is (configuration, family, cell); the probe is its plain run 0; 'retry' its run 1; an arm "
                    "its run 0 of that arm; 'switch to X' configuration X's plain run 0. Recovered: successes among the "
                    "blocks whose probe failed. Costs per 1,000 conditions charge the probe and the action where the "

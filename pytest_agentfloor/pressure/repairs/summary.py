@@ -96,12 +96,13 @@ def repeat_table(rs: list[Run], *, n_boot: int, seed: int) -> dict[str, Any] | N
 
 
 def policy_table(rs: list[Run]) -> list[dict[str, Any]] | None:
-    """Probe then act, per action: a block is (configuration, family, cell); the probe is its plain run 0."""
+    """Probe then act, per incumbent and action: a block is (configuration, family, cell); the probe is
+    its plain run 0 (a practitioner decides for the configuration they run, so blocks are not pooled)."""
     by: dict[tuple[str, str, str], dict[str, dict[int, Run]]] = defaultdict(lambda: defaultdict(dict))
     for r in rs:
         by[(r.config, r.family, r.cell)][arm_label(r.arm)][r.run] = r
     configs = sorted({c for c, _, _ in by})
-    blocks: list[tuple[Block, Block | None]] = []
+    blocks: dict[str, list[tuple[Block, Block | None]]] = defaultdict(list)
     for (config, family, cell), arms in sorted(by.items()):
         probe = arms.get("none", {}).get(0)
         if probe is None:
@@ -122,22 +123,21 @@ def policy_table(rs: list[Run]) -> list[dict[str, Any]] | None:
         if probe.cost is not None and all(x.cost is not None for x in acts.values()):
             usd = Block(Attempt(bool(probe.success), probe.cost or 0.0),
                         {a: Attempt(bool(x.success), x.cost or 0.0) for a, x in acts.items()})
-        blocks.append((tok, usd))
-    if not blocks:
-        return None
-    names = sorted({a for b, _ in blocks for a in b.actions}, key=lambda a: (a.startswith("switch"), a != "retry", a))
+        blocks[config].append((tok, usd))
     out = []
-    for row in probe_then_repair([b for b, _ in blocks], names):
-        priced = [u for b, u in blocks if row.action in b.actions]
-        usd_rows = (probe_then_repair([u for u in priced if u is not None], [row.action])
-                    if priced and all(u is not None for u in priced) else [])
-        out.append({"action": row.action, "blocks": row.blocks, "probe_failed": row.probe_failed,
-                    "recovered": row.recovered, "recovered_share": row.recovered_share,
-                    "policy_success": row.policy_success,
-                    "tokens_per_1000_with_probe": row.cost_per_1000_with_probe,
-                    "usd_per_1000_with_probe": usd_rows[0].cost_per_1000_with_probe if usd_rows else None,
-                    "usd_per_1000_without_probe": usd_rows[0].cost_per_1000_without_probe if usd_rows else None})
-    return out
+    for config, mine in sorted(blocks.items()):
+        names = sorted({a for b, _ in mine for a in b.actions}, key=lambda a: (a.startswith("switch"), a != "retry", a))
+        for row in probe_then_repair([b for b, _ in mine], names):
+            priced = [u for b, u in mine if row.action in b.actions]
+            usd_rows = (probe_then_repair([u for u in priced if u is not None], [row.action])
+                        if priced and all(u is not None for u in priced) else [])
+            out.append({"incumbent": config, "action": row.action, "blocks": row.blocks,
+                        "probe_failed": row.probe_failed, "recovered": row.recovered,
+                        "recovered_share": row.recovered_share, "policy_success": row.policy_success,
+                        "tokens_per_1000_with_probe": row.cost_per_1000_with_probe,
+                        "usd_per_1000_with_probe": usd_rows[0].cost_per_1000_with_probe if usd_rows else None,
+                        "usd_per_1000_without_probe": usd_rows[0].cost_per_1000_without_probe if usd_rows else None})
+    return out or None
 
 
 def summarise(records: Iterable[Mapping[str, Any]], *, n_boot: int = DEFAULT_N_BOOT,
