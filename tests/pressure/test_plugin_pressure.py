@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ policy = "menu_shy"
 
 
 @pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
+def bench(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # subprocesses (the report and regrade commands, xdist) import this checkout, not an installed copy
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     shutil.copytree(PRESSURE, pytester.path / "cases" / "pressure")
     pytester.makefile(".toml", models=MODELS)
     return pytester
