@@ -18,7 +18,7 @@
   stay linked, since that is a change of the stored records, not of their delivery).
 
 A completion cap larger than the frozen one is not a repair but an arm of the cap sweep
-(``cap_scale`` on a model, ``--agentfloor-cap-scale``); it is a named deviation too.
+(``cap_scale`` on a model, ``capN`` in ``--agentfloor-arms``); it is a named deviation too.
 
 Seed 002 places the two prompt edits on its base prompt's second sentence; we apply the same
 placement to whichever system prompt the model runs with (they all open with a sentence that says

@@ -249,8 +249,19 @@ def _asset(name: str) -> str:
 
 
 def render_viewer(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]], title: str = "agentfloor runs") -> str:
-    index, transcripts = build_data(sources)
+    """The page; its header names the repairs and raised caps the runs took (files.deviations), as
+    every report header does, since they change the harness the protocol froze."""
     from html import escape
+
+    from .files import deviations
+
+    sources = [(label, list(records)) for label, records in sources]
+    index, transcripts = build_data(sources)
+    dev = deviations(r for _, records in sources for r in records)
+    body = _asset("viewer.body.html")
+    if dev:
+        line = escape("Deviation from the protocol: " + "; ".join(dev))
+        body = body.replace("</header>", f'<p class="deviation"><strong>{line}</strong></p>\n</header>', 1)
 
     # after the script: the list is drawn before the parser reads them (viewer.js waits for them)
     blocks = "".join(f"<script type=\"application/gzip\" id=\"{name}\">{packed}</script>\n"
@@ -262,7 +273,7 @@ def render_viewer(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]], title
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{escape(title)}</title>\n<style>{_asset('viewer.css')}</style></head>\n<body>\n"
-        f"{_asset('viewer.body.html')}\n"
+        f"{body}\n"
         f"<script type=\"application/json\" id=\"af-index\">{_script_json(pack_index(index))}</script>\n"
         f"<script>{_asset('viewer.js')}</script>\n"
         f"{blocks}</body></html>\n"

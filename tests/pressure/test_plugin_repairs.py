@@ -166,6 +166,8 @@ def test_the_viewer_filters_by_repair_and_pressure_level(bench: pytest.Pytester)
             page.goto(page_file.as_uri())
             page.wait_for_selector("body[data-ready]")
             assert page.inner_text("#count").startswith("24 of 24")  # 3 families x 4 encodings x 2 arms
+            assert page.inner_text("header p.deviation") \
+                == "Deviation from the protocol: repair interface_guide (gshy+interface_guide)"
             page.select_option("#f-repair", "interface_guide")
             assert page.inner_text("#count").startswith("12 of 24") and "repair=interface_guide" in page.url
             page.select_option("#f-level", "typed")  # one token of "V8 Wlow typed fixed"
@@ -177,3 +179,21 @@ def test_the_viewer_filters_by_repair_and_pressure_level(bench: pytest.Pytester)
             assert any(o.startswith("V8 (24)") for o in options) and any(o.startswith("compact (6)") for o in options)
         finally:
             browser.close()
+
+
+def test_the_viewer_header_names_the_deviations() -> None:
+    """viewer.html is a report file too: its header names the repairs and raised caps, as report.md does."""
+    from pytest_agentfloor.report.viewer import render_viewer
+    from tests.readback import unpacked
+
+    def rec(model: str, config: dict[str, Any]) -> dict[str, Any]:
+        return {"model": model, "tier": "C", "task": "t", "variant": "v", "instance": "i", "run": 0, "passed": True,
+                "config": {"provider": "scripted", **config}, "trajectory": {"messages": [], "turns": []}}
+
+    plain = render_viewer([("s", [rec("m", {"max_tokens": 1024})])])
+    assert 'class="deviation"' not in plain
+    page = render_viewer([("s", iter([rec("m", {"max_tokens": 1024}), rec("m+router+cap16", {
+        "repairs": ["router"], "cap_scale": 16, "max_tokens": 16384})]))])
+    head = unpacked(page).split("</header>")[0]
+    assert ("Deviation from the protocol: repair router (m+router+cap16); completion cap x16 = 16,384 tokens "
+            "(m+router+cap16)") in head
