@@ -120,8 +120,10 @@ class ModelConfig(BaseModel):
                                       "llama-server --threads-batch (prompt reading; default: as threads)")
     retries: int = Field(2, ge=0)
     system_prompt: Literal["default", "explicit_submission", "structured"] = "default"
-    repairs: tuple[Literal["workflow_prompt", "interface_guide", "router"], ...] | None = Field(
-        None, description="repair switches (docs/pressures.md, harness_repairs.py); None: none")
+    repairs: tuple[Literal["workflow_prompt", "interface_guide", "router", "controller", "canonical_delivery"], ...] \
+        | None = Field(None, description="repair switches (docs/pressures.md, harness_repairs.py); None: none")
+    cap_scale: int | None = Field(None, ge=2, le=64, description="completion cap x this (the cap sweep's high arm, "
+                                  "docs/pressures.md): the protocol's cap, else max_tokens; None: as is")
     params_b: float | None = Field(None, ge=0, description="parameter count in billions, for recipes")
     pricing: Pricing = Field(default_factory=Pricing)
     policy: str | None = Field(None, description="scripted policy name")
@@ -228,7 +230,7 @@ class ModelConfig(BaseModel):
     LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("hosted",)
     #: fields added after records existed: left out of public() while unset, so that the public view
     #: (and so the resume key) of every earlier configuration stays what it was
-    NEW_FIELDS: ClassVar[tuple[str, ...]] = ("hosted", "path", "repairs")
+    NEW_FIELDS: ClassVar[tuple[str, ...]] = ("hosted", "path", "repairs", "cap_scale")
 
     #: how the embedded llama.cpp server is started (docs/local-model.md)
     SERVER_FIELDS: ClassVar[tuple[str, ...]] = ("slots", "threads", "threads_batch")

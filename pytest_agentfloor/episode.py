@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 from .context import prompt_cut
+from .handoffs import call_key, next_step
 from .harness_repairs import repaired_prompt, route_menu
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
 from .providers.base import ContextLimitError, MalformedReply, Provider, ProviderError, deadline_in
@@ -58,7 +59,7 @@ def plain(result: dict[str, Any]) -> str:
 def _canonical(name: str, args: dict[str, Any] | None) -> str:
     """The call's identity for repetition: tool and arguments in any key order. Refused arguments
     (None) give `name:null`, which no successful call's key equals."""
-    return f"{name}:{json.dumps(args, sort_keys=True)}"
+    return call_key(name, args)
 
 
 def run_episode(
@@ -117,6 +118,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         repairs=list(repairs), router=router,
     )
     infeasible = remaining_steps if protocol.infeasibility_stop and limits.calls is not None else None
+    canonical = "canonical_delivery" in repairs
     seen: set[str] = set()
     n_calls = 0
     tokens = 0
@@ -125,7 +127,81 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
     def elapsed() -> float:  # the episode's own time: queued time is not the model's
         return clock() - start - net.queued_s
 
-    for index in range(limits.turns):
+    def execute(turn: Turn, call_id: str, name: str, raw: str) -> Termination | None:
+        """Play one tool call (the model's or the controller's) into `turn`; a Termination ends the episode."""
+        nonlocal n_calls, tools
+        call = ToolCall(turn=turn.index, id=call_id, name=name, raw_arguments=raw)
+        turn.calls.append(call)
+        refused: str | None = None
+        try:
+            parsed = parse_arguments(raw)
+        except json.JSONDecodeError:
+            parsed = None
+        except HostileArguments as exc:  # valid JSON the sandbox will not read: an invalid call
+            parsed, refused = {}, str(exc)
+        if not isinstance(parsed, dict):
+            call.malformed = True
+            call.hallucinated = name not in offered and name not in distractors
+            call.result = {"status": "error", "error_type": "malformed_call",
+                           "message": "arguments are not a JSON object", "hint": ""}
+            if protocol.malformed_stop:
+                return "malformed_call"
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
+                             "content": json.dumps(call.result, sort_keys=True)})
+            return None
+        call.arguments = parsed if refused is None else None
+        call.distractor = name in distractors
+        call.hallucinated = name not in offered and not call.distractor
+        key = _canonical(name, call.arguments)
+        call.repeated = key in seen  # retrying after an error is recovery, not repetition
+        n_calls += 1
+        if limits.calls is not None and n_calls > limits.calls:
+            call.result = {"status": "error", "error_type": "call_limit",
+                           "message": f"call limit of {limits.calls} reached", "hint": ""}
+            return "call_limit"
+        if refused is not None:
+            call.result = {"status": "error", "error_type": "invalid_arguments", "message": refused,
+                           "hint": "check the tool's parameter schema"}
+        elif call.distractor and pc is not None:
+            call.result = pc.distractor_result(name)
+        else:
+            try:
+                call.result = sandbox.call(name, parsed)
+            except Exception as exc:  # no tool input may crash the episode or lose its record
+                call.result = {"status": "error", "error_type": "tool_error",
+                               "message": f"{name} failed ({type(exc).__name__})", "hint": ""}
+            if pc is not None:  # a record of the public handoff chain says which record to read next
+                call.result = pc.public_result(name, call.arguments, call.result)
+        if call.result.get("status") == "ok":
+            seen.add(key)
+        call.malformed = call.result.get("error_type") == "invalid_arguments"
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
+                         "content": pc.deliver(call.result) if pc is not None and not canonical
+                         else plain(call.result)})
+        if narrow is not None and name in offered and call.result.get("error_type") != "invalid_arguments":
+            tools = narrow  # routed lane: the first executed operational call narrows the menu
+        return None
+
+    def follow(result: dict[str, Any]) -> Termination | None:
+        """The public-handoff controller (handoffs.py): it reads the last result, the menu shown and
+        the calls made, never the case, and issues each read in a turn of its own (no model request)."""
+        while True:
+            step = next_step(result, tools, seen, None if limits.calls is None else limits.calls - n_calls)
+            if step.tool is None or step.arguments is None:
+                traj.controller_stops.append(step.stop or "absent")
+                return None
+            turn = Turn(index=len(traj.turns), finish_reason="controller", controller=True)
+            traj.turns.append(turn)
+            call_id, raw = f"ctrl_{turn.index}", json.dumps(step.arguments)
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": step.tool, "arguments": raw}}]})
+            stop = execute(turn, call_id, step.tool, raw)
+            if stop is not None:
+                return stop
+            result = turn.calls[-1].result
+
+    for requests in range(1, limits.turns + 1):
+        index = len(traj.turns)
         if elapsed() > timeout_s:
             termination = "timeout"
             traj.error = f"episode exceeded {timeout_s:g}s"
@@ -158,6 +234,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
             traj.error = (f"turn {index}: {len(reply.tool_calls):,} tool calls in one reply; at most "
                           f"{MAX_CALLS_PER_TURN} are read (the turn is a malformed call)")
             break
+        previous = next((t for t in reversed(traj.turns) if not t.controller), None)
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
                     tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
                     busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens,
@@ -165,7 +242,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         traj.turns.append(turn)
         tokens += reply.tokens_in + reply.tokens_out
         window = traj.context_window = getattr(provider, "context_window", None)
-        cut = prompt_cut(reply.tokens_in, traj.turns[-2].tokens_in if len(traj.turns) > 1 else None, window,
+        cut = prompt_cut(reply.tokens_in, previous.tokens_in if previous is not None else None, window,
                          tokens_out=reply.tokens_out, finish_reason=reply.finish_reason)
         if cut:  # the model answered a prompt it never saw whole: not graded as its failure
             termination = "context_limit"
@@ -191,62 +268,18 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         })
         stop: Termination | None = None
         for out in reply.tool_calls:
-            call = ToolCall(turn=index, id=out.id, name=out.name, raw_arguments=out.arguments)
-            turn.calls.append(call)
-            refused: str | None = None
-            try:
-                parsed = parse_arguments(out.arguments)
-            except json.JSONDecodeError:
-                parsed = None
-            except HostileArguments as exc:  # valid JSON the sandbox will not read: an invalid call
-                parsed, refused = {}, str(exc)
-            if not isinstance(parsed, dict):
-                call.malformed = True
-                call.hallucinated = out.name not in offered and out.name not in distractors
-                call.result = {"status": "error", "error_type": "malformed_call",
-                               "message": "arguments are not a JSON object", "hint": ""}
-                if protocol.malformed_stop:
-                    stop = "malformed_call"
-                    break
-                messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
-                                 "content": json.dumps(call.result, sort_keys=True)})
-                continue
-            call.arguments = parsed if refused is None else None
-            call.distractor = out.name in distractors
-            call.hallucinated = out.name not in offered and not call.distractor
-            key = _canonical(out.name, call.arguments)
-            call.repeated = key in seen  # retrying after an error is recovery, not repetition
-            n_calls += 1
-            if limits.calls is not None and n_calls > limits.calls:
-                call.result = {"status": "error", "error_type": "call_limit",
-                               "message": f"call limit of {limits.calls} reached", "hint": ""}
-                stop = "call_limit"
+            stop = execute(turn, out.id, out.name, out.arguments)
+            if stop is not None:
                 break
-            if refused is not None:
-                call.result = {"status": "error", "error_type": "invalid_arguments", "message": refused,
-                               "hint": "check the tool's parameter schema"}
-            elif call.distractor and pc is not None:
-                call.result = pc.distractor_result(out.name)
-            else:
-                try:
-                    call.result = sandbox.call(out.name, parsed)
-                except Exception as exc:  # no tool input may crash the episode or lose its record
-                    call.result = {"status": "error", "error_type": "tool_error",
-                                   "message": f"{out.name} failed ({type(exc).__name__})", "hint": ""}
-            if call.result.get("status") == "ok":
-                seen.add(key)
-            call.malformed = call.result.get("error_type") == "invalid_arguments"
-            messages.append({"role": "tool", "tool_call_id": out.id, "name": out.name,
-                             "content": pc.deliver(call.result) if pc is not None else plain(call.result)})
-            if narrow is not None and out.name in offered and call.result.get("error_type") != "invalid_arguments":
-                tools = narrow  # routed lane: the first executed operational call narrows the menu
+        if stop is None and "controller" in repairs and turn.calls and not sandbox.submissions:
+            stop = follow(turn.calls[-1].result)
         if stop is not None:
             termination = stop
             break
         if sandbox.submissions and not case.needs_answer:
             termination = "submitted"
             break
-        if infeasible is not None and limits.calls is not None and index + 1 < limits.turns:
+        if infeasible is not None and limits.calls is not None and requests < limits.turns:
             if infeasible(case, traj) > limits.calls - n_calls:
                 termination = "infeasible"
                 break

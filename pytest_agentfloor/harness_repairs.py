@@ -9,7 +9,16 @@
   when the user text names exactly one of them (all three coordinates as whole words), the menu
   becomes the tools that declare that route plus those that declare none. It reads the user text
   and the menu only, never the case's gold tools, reference or grader; with no route named, or
-  more than one, the menu is left as it is.
+  more than one, the menu is left as it is;
+* ``controller`` (the public-handoff controller, aimed at long workflows): after each model turn
+  it follows the ``next_handoff`` of the last result and issues those reads itself, in turns that
+  cost no model request, until a handoff is empty or invalid (handoffs.py); it never sees the case;
+* ``canonical_delivery`` (the controller's wrong-layer control, layer D): tool results reach the
+  model as plain JSON whatever the cell's encoding (compact and typed are undone; linked records
+  stay linked, since that is a change of the stored records, not of their delivery).
+
+A completion cap larger than the frozen one is not a repair but an arm of the cap sweep
+(``cap_scale`` on a model, ``capN`` in ``--agentfloor-arms``); it is a named deviation too.
 
 Seed 002 places the two prompt edits on its base prompt's second sentence; we apply the same
 placement to whichever system prompt the model runs with (they all open with a sentence that says
@@ -24,10 +33,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-RepairName = Literal["workflow_prompt", "interface_guide", "router"]
-REPAIRS: tuple[str, ...] = ("workflow_prompt", "interface_guide", "router")
-#: the layer each repair is aimed at (seed 002: the routed menu, V, is a lane, not a switch)
-LAYER: dict[str, str] = {"router": "R", "workflow_prompt": "W", "interface_guide": "D"}
+RepairName = Literal["workflow_prompt", "interface_guide", "router", "controller", "canonical_delivery"]
+REPAIRS: tuple[str, ...] = ("workflow_prompt", "interface_guide", "router", "controller", "canonical_delivery")
+#: the layer each repair is aimed at (seed 002: the routed menu, V, is a lane, not a switch; the
+#: controller is aimed at long workflows, with canonical delivery as its wrong-layer control)
+LAYER: dict[str, str] = {"router": "R", "workflow_prompt": "W", "interface_guide": "D", "controller": "W",
+                         "canonical_delivery": "D"}
 
 WORKFLOW_SENTENCE = (
     "Before each tool request, check to yourself that it uses the right tool and operation with exactly the "
@@ -95,3 +106,34 @@ def route_menu(user_text: str, tools: Sequence[dict[str, Any]]) -> tuple[list[di
     if len(keep) == len(tools):
         return None, "no-change"
     return keep, "narrowed"
+
+
+#: the arm of a configuration that changes nothing (``--agentfloor-arms none,...``)
+NO_ARM = "none"
+_CAP = re.compile(r"^cap(\d+)$")
+MAX_CAP_SCALE = 64
+
+
+def parse_arm(text: str) -> tuple[tuple[str, ...], int | None]:
+    """One arm, switches joined by '+': repair names and at most one ``capN`` (completion cap x N,
+    2 <= N <= 64); ``none`` is the configuration as it is. ValueError naming what is valid."""
+    parts = [p.strip() for p in text.split("+") if p.strip()]
+    if parts == [NO_ARM]:
+        return (), None
+    if not parts or NO_ARM in parts:
+        raise ValueError(f"arm {text!r}: 'none' stands alone; an arm is switches joined by '+'")
+    caps = [int(m.group(1)) for p in parts if (m := _CAP.match(p))]
+    if len(caps) > 1 or any(not 2 <= c <= MAX_CAP_SCALE for c in caps):
+        raise ValueError(f"arm {text!r}: at most one capN, with N from 2 to {MAX_CAP_SCALE} (cap16: the "
+                         "completion cap x16)")
+    try:
+        repairs = check_repairs(p for p in parts if not _CAP.match(p))
+    except ValueError as exc:
+        raise ValueError(f"arm {text!r}: {exc}, or capN") from None
+    return repairs, caps[0] if caps else None
+
+
+def arm_label(repairs: Sequence[str], cap_scale: int | None) -> str:
+    """The canonical name of an arm: sorted repairs, then capN; ``none`` when it changes nothing."""
+    parts = sorted(repairs) + ([f"cap{cap_scale}"] if cap_scale else [])
+    return "+".join(parts) or NO_ARM

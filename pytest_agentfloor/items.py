@@ -268,7 +268,9 @@ class CaseItem(pytest.Item):
             # the oracle plays the case's own reference solution: failing the plugin's own grading (no conftest
             # rule, no judge: those may fail it on purpose) is the case's error, not a model's
             default = self.kind.grade(case, self.trajectory, None)
-            if not default.passed:
+            # the episode budget counts the tokens a model reads, which a scripted policy only estimates: a
+            # reference that meets it (the 30-call workflow frontier, by design) is a measurement, not a case error
+            if not default.passed and self.trajectory.termination != "token_budget":
                 self._case_error(case, default)
 
     def _case_error(self, case: Any, default: Any) -> None:

@@ -99,6 +99,10 @@ class EpisodePressure(Protocol):
     def narrowed_menu(self) -> list[dict[str, Any]] | None:
         """The schemas shown after the first executed operational call (None: the menu never narrows)."""
 
+    def public_result(self, name: str, args: dict[str, Any] | None, result: dict[str, Any]) -> dict[str, Any]:
+        """A tool's result with the public blocks the cell adds (the pressure kind: a record's
+        ``next_handoff``); the result itself when it adds none."""
+
     def deliver(self, result: dict[str, Any]) -> str:
         """The tool message the model reads for a tool's result."""
 

@@ -337,9 +337,14 @@ def add_options(parser: pytest.Parser) -> None:
         "system prompt for every model: default|explicit_submission|structured; empty = each model's own",
         default="", shown="each model's own", metavar="NAME")
     add("--agentfloor-repair", "agentfloor_repairs",
-        "repair switch for every model: workflow_prompt|interface_guide|router (seed 002's repairs, docs/pressures.md); "
-        "repeatable or comma-separated; a named deviation in every report header", default=[], ini_type="args",
-        shown="each model's own (none)", action="append", metavar="NAME")
+        "repair switch for every model: workflow_prompt|interface_guide|router|controller|canonical_delivery "
+        "(seed 002's repairs, docs/pressures.md); repeatable or comma-separated; a named deviation in every report "
+        "header", default=[], ini_type="args", shown="each model's own (none)", action="append", metavar="NAME")
+    add("--agentfloor-arms", "agentfloor_arms",
+        "run every selected model in these arms, each a configuration of its own named MODEL+ARM: 'none' (as is) "
+        "or repair switches and capN (completion cap xN) joined by '+', e.g. none,router,cap16 (docs/pressures.md, "
+        "the repair and cap-sweep study); repeatable or comma-separated", default=[], ini_type="args",
+        shown="none (each model as is)", action="append", metavar="ARM")
     add("--think", "agentfloor_think", "Ollama models' reasoning switch: on|off; empty = each model's own",
         default="", shown="each model's own", metavar="on|off")
     add("--reasoning-effort", "agentfloor_reasoning_effort",
@@ -718,6 +723,7 @@ def _read_options(config: pytest.Config) -> Options:
     protocol = _protocol(config)
     judge, judge_cache = _judge(config, models)  # the session's ablations are for the judged models, not the judge
     models = _ablations(config, models, protocol)
+    names = _expand_arms(config, models, names)
     record, replay = bool(_opt(config, "agentfloor_record")), bool(_opt(config, "agentfloor_replay"))
     if record and replay:
         raise pytest.UsageError("--agentfloor-record and --agentfloor-replay exclude each other")
@@ -886,7 +892,7 @@ def _ablations(config: pytest.Config, models: dict[str, ModelConfig], protocol: 
     if effort and effort not in _EFFORTS:
         raise pytest.UsageError(f"--agentfloor-reasoning-effort: expected one of {', '.join(_EFFORTS)}, got {effort!r}")
     repairs = _repairs(config)
-    out = {}
+    out: dict[str, ModelConfig] = {}
     for name, m in models.items():
         update: dict[str, Any] = {}
         if prompt:
@@ -899,5 +905,52 @@ def _ablations(config: pytest.Config, models: dict[str, ModelConfig], protocol: 
             update["reasoning_effort"] = effort
         if protocol.completion_cap is not None:
             update["max_tokens"] = protocol.completion_cap
+        if m.cap_scale:  # the cap sweep's high arm: the cap in force, times the scale
+            update["max_tokens"] = update.get("max_tokens", m.max_tokens) * m.cap_scale
         out[name] = m.model_copy(update=update) if update else m
+    return out
+
+
+def _arms(config: pytest.Config) -> list[tuple[str, tuple[str, ...], int | None]]:
+    """--agentfloor-arms: (label, repairs, cap scale) per arm, in the order given; [] when not given."""
+    from .harness_repairs import arm_label, parse_arm
+
+    texts = [n.strip() for chunk in (_opt(config, "agentfloor_arms") or []) for n in str(chunk).split(",")
+             if n.strip()]
+    out: dict[str, tuple[str, tuple[str, ...], int | None]] = {}
+    for text in texts:
+        try:
+            reps, cap = parse_arm(text)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--agentfloor-arms: {exc}") from None
+        label = arm_label(reps, cap)
+        out.setdefault(label, (label, reps, cap))
+    return list(out.values())
+
+
+def _expand_arms(config: pytest.Config, models: dict[str, ModelConfig], names: list[str]) -> list[str]:
+    """Add a configuration MODEL+ARM per selected model and arm (module doc of harness_repairs) to
+    `models`; the selected names in order, model by model. Without arms: `names` unchanged."""
+    from .harness_repairs import NO_ARM
+
+    arms = _arms(config)
+    if not arms:
+        return names
+    out: list[str] = []
+    for name in dict.fromkeys(names):
+        base = models[name]
+        for label, reps, cap in arms:
+            if label == NO_ARM:
+                out.append(name)
+                continue
+            if cap and base.cap_scale:
+                raise pytest.UsageError(f"--agentfloor-arms: arm {label!r}: models.{name} already has cap_scale = "
+                                        f"{base.cap_scale}")
+            arm_name = f"{name}+{label}"
+            update: dict[str, Any] = {"name": arm_name,
+                                      "repairs": tuple(sorted(set(base.repairs or ()) | set(reps))) or None}
+            if cap:
+                update.update(cap_scale=cap, max_tokens=base.max_tokens * cap)
+            models[arm_name] = base.model_copy(update=update)
+            out.append(arm_name)
     return out

@@ -182,7 +182,7 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         "terminal_flag": "context_limit" if harness else
         None if passed or infra or grade is None else grade.terminal_flag,
         "termination": traj.termination,
-        "turns": len(traj.turns),
+        "turns": len(traj.requests),  # model requests (a controller turn is none)
         "calls": len(calls),
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,

@@ -180,12 +180,22 @@ def run_line(run: Mapping[str, Any] | None) -> str | None:
 
 
 def deviations(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The repair switches the records ran under, one line each (model names sorted): every report
-    header names them, since a repair changes the harness while the protocol's limits stay frozen."""
+    """The repair switches and raised completion caps the records ran under, one line each (model
+    names sorted): every report header names them, since they change the harness while the
+    protocol's limits stay frozen."""
     seen: dict[tuple[str, ...], set[str]] = {}
+    caps: dict[tuple[int, Any], set[str]] = {}
     for r in records:
         cfg = r.get("config")
-        reps = cfg.get("repairs") if isinstance(cfg, Mapping) else None
+        if not isinstance(cfg, Mapping):
+            continue
+        reps = cfg.get("repairs")
         if isinstance(reps, list) and reps:
             seen.setdefault(tuple(str(x) for x in reps), set()).add(str(r.get("model")))
-    return [f"repair {' + '.join(k)} ({', '.join(sorted(v))})" for k, v in sorted(seen.items())]
+        scale = cfg.get("cap_scale")
+        if isinstance(scale, int) and not isinstance(scale, bool) and scale > 1:
+            caps.setdefault((scale, cfg.get("max_tokens")), set()).add(str(r.get("model")))
+    out = [f"repair {' + '.join(k)} ({', '.join(sorted(v))})" for k, v in sorted(seen.items())]
+    out += [f"completion cap x{scale}" + (f" = {tokens:,} tokens" if isinstance(tokens, int) else "")
+            + f" ({', '.join(sorted(v))})" for (scale, tokens), v in sorted(caps.items(), key=lambda kv: kv[0][0])]
+    return out

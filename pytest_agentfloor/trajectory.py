@@ -71,6 +71,8 @@ class Turn(BaseModel):
                                  "(replayed: the recording's, when its cassette says); None for in-process answers")
     calls_rejected: int = Field(0, description="tool calls in this reply beyond MAX_CALLS_PER_TURN: the turn "
                                 "is the model's malformed call, and none of them is kept")
+    controller: bool = Field(False, description="a turn of the public-handoff controller (handoffs.py): the call "
+                             "it issued itself, with no model request")
 
 
 class Trajectory(BaseModel):
@@ -97,6 +99,10 @@ class Trajectory(BaseModel):
     lane: str | None = Field(None, description="pressure menu lane: fixed, or routed (oracle-assisted)")
     repairs: list[str] = Field(default_factory=list, description="repair switches in force (harness_repairs.py)")
     router: str | None = Field(None, description="the router's outcome: narrowed, absent, ambiguous or no-change")
+    cap_scale: int | None = Field(None, description="the completion cap's multiplier (the cap sweep's high arm); "
+                                  "None: the cap in force as configured")
+    controller_stops: list[str] = Field(default_factory=list, description="why the public-handoff controller "
+                                        "handed back to the model, each time it was consulted (handoffs.STOPS)")
     endpoint_wait_s: float = Field(0.0, description="seconds the episode waited because an endpoint asked for a "
                                    "pause (Retry-After), its own retries' pauses included")
     queue_s: float = Field(0.0, description="seconds the episode queued and that were not its own: waiting for "
@@ -106,6 +112,11 @@ class Trajectory(BaseModel):
     @property
     def calls(self) -> list[ToolCall]:
         return [c for t in self.turns for c in t.calls]
+
+    @property
+    def requests(self) -> list[Turn]:
+        """The turns that were model requests (the turn limit counts these; a controller turn is none)."""
+        return [t for t in self.turns if not t.controller]
 
     @property
     def tokens_in(self) -> int:

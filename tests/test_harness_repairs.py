@@ -113,7 +113,8 @@ def test_workflow_prompt_rescues_the_policy_that_skips_dependent_reads(bench: py
            "no:randomly", "--model", "wshy"]
     bench.runpytest(*sel)
     before = {(r["task"], r["variant"]): r["passed"] for r in runs(bench)}
-    assert {v for (t, v), ok in before.items() if not ok} == {"V8-high-raw"}  # low workflow: 3 calls, unaffected
+    # low workflow: 3 calls, unaffected; medium (4 calls) and high (5) lose their dependent reads
+    assert {v for (t, v), ok in before.items() if not ok} == {"V8-high-raw", "V8-medium-raw"}
     result = bench.runpytest(*sel, "--agentfloor-repair", "workflow_prompt", "--agentfloor-resume")
     recs = [r for r in runs(bench) if r["config"].get("repairs")]
     assert len(recs) == len(before)  # a repair is another configuration: --resume runs it again
@@ -148,3 +149,52 @@ def test_bad_repair_names_are_usage_errors(bench: pytest.Pytester) -> None:
     bench.makeini("[pytest]\nagentfloor_repairs = router bogus\n")
     result = bench.runpytest("cases/pressure", "--model", "wshy", "--co")
     result.stderr.fnmatch_lines(["*agentfloor_repairs*unknown repair(s) bogus*"])
+
+
+def test_arms_parse_to_canonical_labels_and_refuse_what_is_not_an_arm() -> None:
+    from pytest_agentfloor.harness_repairs import arm_label, parse_arm
+
+    assert parse_arm("none") == ((), None)
+    assert parse_arm("router + controller+cap16") == (("controller", "router"), 16)
+    assert arm_label(*parse_arm("cap4+router")) == "router+cap4" and arm_label((), None) == "none"
+    for bad, why in [("cap1", "at most one capN"), ("cap16+cap4", "at most one capN"), ("router+none", "stands alone"),
+                     ("retry", "unknown repair"), ("", "stands alone")]:
+        with pytest.raises(ValueError, match=why):
+            parse_arm(bad)
+
+
+def test_a_raised_cap_changes_the_resume_and_cassette_keys() -> None:
+    plain = ModelConfig(name="m", provider="scripted", policy="oracle")
+    high = plain.model_copy(update={"cap_scale": 16, "max_tokens": 16 * 1024})
+    assert "cap_scale" not in plain.public() and high.public()["cap_scale"] == 16
+    assert config_fingerprint(plain.public()) != config_fingerprint(high.public())
+    msgs = [{"role": "user", "content": "x"}]
+    assert request_key(plain, msgs, []) != request_key(high, msgs, [])
+    with pytest.raises(ValueError, match="cap_scale"):
+        ModelConfig(name="m", provider="scripted", policy="oracle", cap_scale=1)
+
+
+def test_arms_name_their_configurations_and_scale_the_frozen_cap(bench: pytest.Pytester) -> None:
+    bench.makefile(".toml", models=MODELS + '[models.big]\nprovider = "scripted"\npolicy = "oracle"\ncap_scale = 4\n')
+    result = bench.runpytest("cases/pressure/accounting.toml", "--model", "wshy,big", "--agentfloor-protocol", "tbb",
+                             "--agentfloor-arms", "none,router+cap16", "-m", "overdue-invoice and V8 and Wlow and "
+                             "raw and fixed", "--agentfloor-arms", "cap16+router", "-p", "no:randomly")
+    assert result.ret == 4  # big already has cap_scale: the arm cannot scale it again
+    result.stderr.fnmatch_lines(["*--agentfloor-arms: arm 'router+cap16': models.big already has cap_scale = 4*"])
+    result = bench.runpytest("cases/pressure/accounting.toml", "--model", "wshy", "--agentfloor-protocol", "tbb",
+                             "--agentfloor-arms", "none,router+cap16,cap16+router", "-m",
+                             "overdue-invoice and V8 and Wlow and raw and fixed", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)  # the two spellings of one arm are one arm
+    recs = {r["model"]: r for r in runs(bench)}
+    assert recs["wshy"]["config"]["max_tokens"] == 1024 and "cap_scale" not in recs["wshy"]["config"]
+    arm = recs["wshy+router+cap16"]
+    assert (arm["config"]["max_tokens"], arm["config"]["cap_scale"], arm["config"]["repairs"]) == (16384, 16, ["router"])
+    assert arm["facets"]["repairs"] == ["router"] and arm["facets"]["cap_scale"] == 16
+    result.stdout.fnmatch_lines(["*deviation from the protocol: completion cap x16 = 16,384 tokens (wshy+router+cap16)*"])
+    result = bench.runpytest("cases/pressure/accounting.toml", "--model", "big", "--agentfloor-protocol", "tbb",
+                             "-m", "overdue-invoice and V8 and Wlow and raw and fixed", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    assert runs(bench)[-1]["config"]["max_tokens"] == 4096  # models.toml's cap_scale: the protocol's cap x4
+    for bad in ("cap99", "none+router"):
+        result = bench.runpytest("cases/pressure", "--model", "wshy", "--agentfloor-arms", bad, "--co")
+        result.stderr.fnmatch_lines([f"*--agentfloor-arms: arm '{bad}'*"])

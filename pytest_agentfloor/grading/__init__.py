@@ -33,7 +33,7 @@ class Grade:
         calls = [c.model_dump() for c in traj.calls]
         head = headline(failure_mode=self.failure_mode, unmet=[v.code for v in self.verdicts if not v.ok],
                         first_unmet_text=self.first_unmet.describe(), termination=traj.termination,
-                        limits=[traj.turn_budget, traj.call_limit, traj.token_budget], turns=len(traj.turns),
+                        limits=[traj.turn_budget, traj.call_limit, traj.token_budget], turns=len(traj.requests),
                         calls=calls)
         mode = f"failure mode {self.failure_mode} ({FAILURE_NAMES.get(self.failure_mode or '', 'custom')}), " \
                f"terminal flag {self.terminal_flag}"

@@ -77,14 +77,14 @@ def terminal_flag(traj: Trajectory, verdicts: list[Verdict] | None = None) -> st
     t = traj.termination
     if t == "context_limit":  # the cause, whatever else the cut turn shows
         return "context_limit"
-    last = traj.turns[-1] if traj.turns else None
+    last = traj.requests[-1] if traj.requests else None
     if t == "truncated" or (last is not None and last.finish_reason == "length"):
         return "truncation"
     tokens = traj.tokens_in + traj.tokens_out
     if t in ("token_budget", "call_limit") or (traj.token_budget is not None and tokens > traj.token_budget) \
             or (traj.call_limit is not None and len(traj.calls) > traj.call_limit):
         return "budget"
-    if t == "turn_budget" or len(traj.turns) > traj.turn_budget > 0:
+    if t == "turn_budget" or len(traj.requests) > traj.turn_budget > 0:
         return "turn_limit"
     if t == "infeasible":
         return "infeasible"

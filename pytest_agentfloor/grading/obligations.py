@@ -277,9 +277,10 @@ def budget(case: ResolvedCase, traj: Trajectory) -> Verdict:
                        + ([f"<= {traj.token_budget} tokens"] if traj.token_budget is not None else []))
     if traj.termination in _OVER:
         return Verdict("B", False, limits, _OVER[traj.termination])
-    if (len(traj.turns) > traj.turn_budget or (traj.call_limit is not None and n_calls > traj.call_limit)
+    turns = len(traj.requests)  # model requests: the controller's turns make none
+    if (turns > traj.turn_budget or (traj.call_limit is not None and n_calls > traj.call_limit)
             or (traj.token_budget is not None and tokens > traj.token_budget)):
-        return Verdict("B", False, limits, f"{len(traj.turns)} turns, {n_calls} calls, {tokens} tokens")
+        return Verdict("B", False, limits, f"{turns} turns, {n_calls} calls, {tokens} tokens")
     return _pass("B")
 
 

@@ -86,6 +86,8 @@ DISTRACTORS: dict[str, dict[str, Any]] = {
 }
 #: catalogue order (the compiler draws from it with a seeded permutation)
 DISTRACTOR_NAMES: tuple[str, ...] = tuple(DISTRACTORS)
+#: system prefix -> the plural it lists (a distractor's route collection, pressure/routes.py)
+PLURALS: dict[str, str] = {sys: plural for sys, _, plural, _ in _SYSTEMS}
 
 
 def distractor_result(name: str) -> dict[str, Any]:

@@ -48,8 +48,13 @@ def _typed(node: Any) -> Any:
     return {"type": kind, "value": node}
 
 
+def _outside(result: dict[str, Any]) -> dict[str, Any]:
+    """The envelope's other blocks (the public handoff): delivered as they are under every encoding."""
+    return {k: v for k, v in result.items() if k not in ("status", "data")}
+
+
 def deliver(result: dict[str, Any], encoding: str) -> str:
-    """The tool message the model reads for `result` under `encoding`."""
+    """The tool message the model reads for `result` under `encoding` (only the data block is re-encoded)."""
     if encoding in ("raw", "linked") or result.get("status") != "ok" or "data" not in result:
         return json.dumps(result, sort_keys=True)
     data = result["data"]
@@ -57,10 +62,11 @@ def deliver(result: dict[str, Any], encoding: str) -> str:
         names: dict[str, None] = {}
         _keys(data, names)
         table = {k: _short(i) for i, k in enumerate(names)}
-        body = {"status": "ok", "keys": {v: k for k, v in table.items()}, "data": _rename(data, table)}
+        body = {"status": "ok", "keys": {v: k for k, v in table.items()}, "data": _rename(data, table),
+                **_outside(result)}
         return json.dumps(body, separators=(",", ":"))
     if encoding == "typed":
-        return json.dumps({"status": "ok", "data": _typed(data)}, sort_keys=True)
+        return json.dumps({"status": "ok", "data": _typed(data), **_outside(result)}, sort_keys=True)
     raise ValueError(f"unknown encoding {encoding!r}; valid: {', '.join(ENCODINGS)}")
 
 
@@ -78,7 +84,8 @@ def decode(content: str, encoding: str) -> Any:
             if isinstance(node, list):
                 return [back(v) for v in node]
             return node
-        return {"status": "ok", "data": back(body["data"])}
+        return {"status": "ok", "data": back(body["data"]),
+                **{k: v for k, v in body.items() if k not in ("status", "keys", "data")}}
 
     def untype(node: Any) -> Any:
         if node["type"] == "object":
@@ -86,7 +93,7 @@ def decode(content: str, encoding: str) -> Any:
         if node["type"] == "list":
             return [untype(v) for v in node["items"]]
         return node["value"]
-    return {"status": "ok", "data": untype(body["data"])}
+    return {"status": "ok", "data": untype(body["data"]), **_outside(body)}
 
 
 def link_id(owner: str, record_id: str, field: str) -> str:

@@ -1,8 +1,9 @@
 """The task-family file format (``cases/pressure/<intent>.toml``), validated once with pydantic.
 
 A family fixes what defines the correct outcome: the request, the facts (in the subject record),
-the decision, the evidence rule (one source at low workflow, a chain of three at high) and the
-permitted final state (one submission). Everything else is the compiler's.
+the decision, the evidence rule (one source at low workflow, two at the medium checkpoint, a chain
+of three at high) and the permitted final state (one submission). Everything else is the
+compiler's, the public route and handoffs included.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Family(_Strict):
     title: str
     request: str = Field(description="the user request; '$cite' is replaced by the evidence rule")
     cite_low: str = Field(description="evidence rule at low workflow: cite the subject record")
+    cite_medium: str = Field(description="evidence rule at the medium workflow checkpoint: cite the subject and "
+                             "the first source it references")
     cite_high: str = Field(description="evidence rule at high workflow: cite the subject and its two linked sources")
     search: str = Field(description="the query the reference program searches with")
     decisions: list[str] = Field(min_length=2)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..sandbox.schemas import TOOL_SCHEMAS
 from .catalogue import DISTRACTOR_NAMES, DISTRACTORS
+from .routes import ROUTED_TOOLS, declare, distractor_route
 
 MENU_SIZES: tuple[int, ...] = (8, 32, 128)
 LANES: tuple[str, ...] = ("fixed", "routed")
@@ -40,15 +41,23 @@ def draw(family: str, operational: tuple[str, ...], size: int) -> tuple[tuple[st
     return tuple(shown), offered
 
 
-def _schemas(names: tuple[str, ...]) -> list[dict[str, Any]]:
-    if names not in _CACHE:
-        _CACHE[names] = [TOOL_SCHEMAS[n] if n in TOOL_SCHEMAS else DISTRACTORS[n] for n in names]
-    return _CACHE[names]
+def _schema(name: str, route: tuple[str, str, str] | None) -> dict[str, Any]:
+    if name in TOOL_SCHEMAS:
+        return declare(TOOL_SCHEMAS[name], route if name in ROUTED_TOOLS else None)
+    return declare(DISTRACTORS[name], distractor_route(name) if route is not None else None)
+
+
+def _schemas(names: tuple[str, ...], route: tuple[str, str, str] | None = None) -> list[dict[str, Any]]:
+    """The schemas of `names`; with a family route every read tool and distractor declares its route."""
+    key = (*names, "|route", *(route or ()))
+    if key not in _CACHE:
+        _CACHE[key] = [_schema(n, route) for n in names]
+    return _CACHE[key]
 
 
 def full_menu(cell: Any) -> list[dict[str, Any]]:
-    return _schemas(tuple(cell.menu))
+    return _schemas(tuple(cell.menu), cell.route)
 
 
 def operational_menu(cell: Any) -> list[dict[str, Any]]:
-    return _schemas(tuple(n for n in cell.menu if n in cell.offered))
+    return _schemas(tuple(n for n in cell.menu if n in cell.offered), cell.route)

@@ -98,10 +98,31 @@ def failure_table(s: dict[str, Any]) -> TextTable | None:
     return t
 
 
+def checkpoint_table(s: dict[str, Any]) -> TextTable | None:
+    cp = s.get("checkpoint")
+    if not cp:
+        return None
+    t = TextTable("pressure_checkpoint", "Pressures: the W medium checkpoint at (V8, raw)",
+                  ["lane", "units", "low", "medium", "high", "medium-low pp", "95% CI", "high-medium pp", "95% CI"],
+                  "lrrrrrrrr")
+    for lane, r in cp.items():
+        ml, hm = r["medium_minus_low"], r["high_minus_medium"]
+        t.add([lane, str(r["units"]), pct(r["success"]["low"]), pct(r["success"]["medium"]),
+               pct(r["success"]["high"]), signed(ml["pp"]), ci_pp(ml["lo"], ml["hi"]), signed(hm["pp"]),
+               ci_pp(hm["lo"], hm["hi"])])
+    t.notes.append("Success at V8 with raw records for one, two and three cited records (the medium workflow is a "
+                   "checkpoint cell, not a level of the factorial); units (model, family) holding all three; "
+                   "family-cluster intervals. Exploratory, as seed 002's curvature.")
+    return t
+
+
 def tables(s: dict[str, Any]) -> list[TextTable]:
     out = [contrast_table(s, s["primary_lane"])]
     out += [contrast_table(s, lane) for lane in s["contrasts"] if lane != s["primary_lane"]]
-    out += [t for t in (truncation_table(s), lanes_table(s), failure_table(s)) if t is not None]
+    out += [t for t in (truncation_table(s), lanes_table(s), checkpoint_table(s), failure_table(s)) if t is not None]
+    if s.get("arm_records_left_out"):
+        out[0].notes.append(f"{s['arm_records_left_out']} record(s) of repair arms or raised caps are left out of "
+                            "these tables (the frozen harness's); they report in the repairs section.")
     return out
 
 

@@ -168,8 +168,10 @@ POLICIES: dict[str, Policy] = {
     # call-site degenerate policies (call-site cases answer from callsite.policies);
     # on a ladder case the over-actuator does the work and the refuser declines at once
     "over_actuate": oracle, "always_refuse": always_refuse,
-    # pressure: the oracle, except that a large menu (more than 32 schemas) exhausts the completion cap
-    # on most cases (those whose id hashes to a nonzero residue mod 4) before any call
+    # pressure: the oracle, except that a large menu (more than 32 schemas) takes more thought than a
+    # 1,024-token cap holds (MENU_SHY_TOKENS per schema) on most cases (those whose id hashes to a
+    # nonzero residue mod 4): it exhausts the cap before any call, unless the cap is larger (the cap
+    # sweep) or the router narrowed the menu first
     "menu_shy": oracle,
     # repairs (harness_repairs.py): the oracle, except where the repair's instruction is missing from
     # the system prompt it is shown; what each does then is in `repair_shy_action`
@@ -178,24 +180,27 @@ POLICIES: dict[str, Policy] = {
 MENU_SHY_LIMIT = 32
 #: the policies repair_shy_action may divert from the oracle
 REPAIR_SHY = frozenset({"workflow_shy", "guide_shy"})
+#: completion tokens menu_shy spends reading each schema of a large menu before its first call
+MENU_SHY_TOKENS = 24
 
 
 def repair_shy_action(policy: str, case: "ResolvedCase", t: int,
                       messages: list[dict[str, Any]]) -> "list[Call] | str | None":
     """What a repair-shy policy does instead of the oracle's move, or None to play the oracle.
 
-    workflow_shy: on a workflow of more than three reference calls, it rushes from its third turn
-    to the final reference turn (skipping the dependent reads) unless the system prompt holds the
-    workflow prompt's verification instruction. guide_shy: once a tool result it read was compact or
-    typed, it gives up in plain text unless the system prompt holds the interface guide. Both read
-    only what a model reads: the messages."""
+    workflow_shy: on a workflow of more than three reference calls, it submits from its third turn on
+    while dependent reads are still to be made (skipping them) unless the system prompt holds the
+    workflow prompt's verification instruction; reads someone else made (the public-handoff
+    controller) are not skipped. guide_shy: once a tool result it read was compact or typed, it
+    gives up in plain text unless the system prompt holds the interface guide (canonical delivery
+    rescues it too: it then reads raw records). Both read only what a model reads: the messages."""
     from ..harness_repairs import INTERFACE_GUIDE, WORKFLOW_SENTENCE
 
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
     ref = _ref_turns(case)
     if policy == "workflow_shy" and WORKFLOW_SENTENCE not in system:
-        if sum(len(x) for x in ref if not isinstance(x, str)) > 3 and t >= 2:
-            return ref[-1] if t == 2 else _final_text(case)
+        if sum(len(x) for x in ref if not isinstance(x, str)) > 3 and 2 <= t < len(ref) - 1:
+            return ref[-1]
     if policy == "guide_shy" and INTERFACE_GUIDE not in system:
         tool_text = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
         if any('"keys":' in c or '"type": "object"' in c for c in tool_text):
@@ -203,10 +208,35 @@ def repair_shy_action(policy: str, case: "ResolvedCase", t: int,
     return None
 
 
-def menu_shy_fails(case: "ResolvedCase", n_tools: int) -> bool:
+def menu_shy_need(case: "ResolvedCase", n_tools: int) -> int:
+    """Completion tokens menu_shy spends before its first call on a menu of `n_tools` (0: none)."""
     import hashlib
 
-    return n_tools > MENU_SHY_LIMIT and int(hashlib.sha256(case.id.encode()).hexdigest()[:2], 16) % 4 != 0
+    shy = n_tools > MENU_SHY_LIMIT and int(hashlib.sha256(case.id.encode()).hexdigest()[:2], 16) % 4 != 0
+    return MENU_SHY_TOKENS * n_tools if shy else 0
+
+
+def menu_shy_fails(case: "ResolvedCase", n_tools: int, cap: int = 1024) -> bool:
+    return menu_shy_need(case, n_tools) > cap
+
+
+def _progress(case: "ResolvedCase", messages: list[dict[str, Any]]) -> int:
+    """The first reference turn whose calls are not all in the transcript yet (whoever made them):
+    how far the work is, when a repair (the controller) makes calls of its own."""
+    from ..handoffs import call_key
+
+    made = set()
+    for m in messages:
+        for c in m.get("tool_calls") or ():
+            fn = c.get("function") or {}
+            try:
+                made.add(call_key(str(fn.get("name")), json.loads(fn.get("arguments") or "null")))
+            except ValueError:
+                continue
+    for i, turn in enumerate(_ref_turns(case)):
+        if isinstance(turn, str) or any(call_key(n, a) not in made for n, a in turn):
+            return i
+    return len(case.reference)
 
 
 class ScriptedProvider:
@@ -220,22 +250,26 @@ class ScriptedProvider:
                  case: "ResolvedCase") -> Reply:
         t = sum(1 for m in messages if m["role"] == "assistant")
         own = getattr(case, "scripted_output", None) if callable(getattr(type(case), "scripted_output", None)) else None
+        thought = 0  # completion tokens spent before the reply (menu_shy on a large menu)
         if own is not None:  # a kind's case answers for itself (the call sites', a plug-in's: docs/kinds.md)
             action: "list[Call] | str" = own(self.config.policy or "oracle")
         else:
-            if self.config.policy == "menu_shy" and menu_shy_fails(case, len(tools)):
+            thought = menu_shy_need(case, len(tools)) if self.config.policy == "menu_shy" else 0
+            if thought > self.config.max_tokens:
                 return Reply(content="", finish_reason="length", tokens_in=40 * len(tools),
                              tokens_out=self.config.max_tokens)
+            if "controller" in (self.config.repairs or ()):
+                t = _progress(case, messages)
             shy = repair_shy_action(self.config.policy, case, t, messages) if self.config.policy in REPAIR_SHY else None
             action = self._policy(case, t) if shy is None else shy
         tokens_in = sum(len(m.get("content") or "") for m in messages) // 4 + 40 * len(tools)
         if isinstance(action, str):
-            return Reply(content=action, tokens_in=tokens_in, tokens_out=len(action) // 4 + 1)
+            return Reply(content=action, tokens_in=tokens_in, tokens_out=len(action) // 4 + 1 + thought)
         calls = [ToolCallOut(id=f"call_{t}_{j}", name=name,
                              arguments=args if isinstance(args, str) else json.dumps(args))
                  for j, (name, args) in enumerate(action)]
         return Reply(content=None, tool_calls=calls, finish_reason="tool_calls", tokens_in=tokens_in,
-                     tokens_out=sum(len(c.arguments) for c in calls) // 4 + 8)
+                     tokens_out=sum(len(c.arguments) for c in calls) // 4 + 8 + thought)
 
     def close(self) -> None:
         pass

@@ -29,6 +29,7 @@ def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{home}", __name__), name)
-    globals()[name] = value
-    return value
+    # not cached in this module: a host that drops the submodule from sys.modules (pytester's in-process
+    # runs restore it after each run) then gets the re-imported one, not a stale function whose module
+    # globals mix two copies of rich; import_module of a loaded module is a dictionary look-up
+    return getattr(import_module(f".{home}", __name__), name)

@@ -35,9 +35,37 @@ VIEWER_FILE = "viewer.html"
 #: index columns, in the order viewer.js reads them
 COLUMNS: tuple[str, ...] = ("source", "model", "tier", "task", "variant", "instance", "run", "outcome",
                             "failure_mode", "first_unmet", "terminal_flag", "termination", "turns", "calls",
-                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline", "case_hash")
+                            "tokens_in", "tokens_out", "latency_s", "cost_usd", "headline", "case_hash", "repair",
+                            "levels")
 #: index columns held as numbers; every other column is stored as a position in its own list of values
 NUMERIC = frozenset({"run", "turns", "calls", "tokens_in", "tokens_out", "latency_s", "cost_usd"})
+
+
+def repair_of(record: dict[str, Any]) -> str | None:
+    """The run's repair arm (repairs and a raised cap, docs/pressures.md): 'none' when it has neither;
+    None for records that name no configuration."""
+    facets = record.get("facets") if isinstance(record.get("facets"), dict) else {}
+    cfg = record.get("config") if isinstance(record.get("config"), dict) else None
+    src = facets if facets and ("repairs" in facets or "cap_scale" in facets) else cfg
+    if src is None:
+        return "none" if facets else None
+    parts = sorted(str(x) for x in src.get("repairs") or ())
+    scale = src.get("cap_scale")
+    if isinstance(scale, int) and not isinstance(scale, bool) and scale > 1:
+        parts.append(f"cap{scale}")
+    return "+".join(parts) or "none"
+
+
+def levels_of(record: dict[str, Any]) -> str | None:
+    """The pressure levels of a run, as the markers name them (V128 Whigh linked routed; frontier calls30)."""
+    f = record.get("facets")
+    if not isinstance(f, dict):
+        return None
+    if f.get("calls") is not None:
+        return f"frontier calls{f['calls']}"
+    out = [f"V{f['V']}" if f.get("V") is not None else None, f"W{f['W']}" if f.get("W") else None, f.get("D"),
+           f.get("lane")]
+    return " ".join(str(x) for x in out if x) or None
 
 
 class _Strings:
@@ -135,7 +163,7 @@ def build_data(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]]) -> tuple
                 _num(r.get("turns")), _num(r.get("calls")), _num(r.get("tokens_in")), _num(r.get("tokens_out")),
                 _num(r.get("latency_s"), 3), _num(r.get("cost_usd"), 8),
                 "" if outcome(r) == "pass" else headline(r),
-                str(r["case_hash"])[:12] if r.get("case_hash") else None,
+                str(r["case_hash"])[:12] if r.get("case_hash") else None, repair_of(r), levels_of(r),
             ])
             details.append(_detail(r, strings))
     index = {"columns": list(COLUMNS), "rows": rows, "sources": [label for label, _ in sources],
@@ -221,8 +249,19 @@ def _asset(name: str) -> str:
 
 
 def render_viewer(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]], title: str = "agentfloor runs") -> str:
-    index, transcripts = build_data(sources)
+    """The page; its header names the repairs and raised caps the runs took (files.deviations), as
+    every report header does, since they change the harness the protocol froze."""
     from html import escape
+
+    from .files import deviations
+
+    sources = [(label, list(records)) for label, records in sources]
+    index, transcripts = build_data(sources)
+    dev = deviations(r for _, records in sources for r in records)
+    body = _asset("viewer.body.html")
+    if dev:
+        line = escape("Deviation from the protocol: " + "; ".join(dev))
+        body = body.replace("</header>", f'<p class="deviation"><strong>{line}</strong></p>\n</header>', 1)
 
     # after the script: the list is drawn before the parser reads them (viewer.js waits for them)
     blocks = "".join(f"<script type=\"application/gzip\" id=\"{name}\">{packed}</script>\n"
@@ -234,7 +273,7 @@ def render_viewer(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]], title
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{escape(title)}</title>\n<style>{_asset('viewer.css')}</style></head>\n<body>\n"
-        f"{_asset('viewer.body.html')}\n"
+        f"{body}\n"
         f"<script type=\"application/json\" id=\"af-index\">{_script_json(pack_index(index))}</script>\n"
         f"<script>{_asset('viewer.js')}</script>\n"
         f"{blocks}</body></html>\n"

@@ -58,7 +58,20 @@ def contrast_weights(name: str) -> dict[tuple[int, str, str], float]:
 
 
 def pressure_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in records if r.get("kind") == KIND and isinstance(r.get("facets"), Mapping)]
+    """The capacity cells' records (the workflow frontier's cells, facets with `calls`, report apart)."""
+    return [r for r in records if r.get("kind") == KIND and isinstance(r.get("facets"), Mapping)
+            and r["facets"].get("calls") is None]
+
+
+def switched(record: Mapping[str, Any]) -> bool:
+    """A record of a repair arm or a raised cap (config.repairs, config.cap_scale), not the frozen harness."""
+    facets = record.get("facets")
+    cfg = facets if isinstance(facets, Mapping) and ("repairs" in facets or "cap_scale" in facets) \
+        else record.get("config")
+    if not isinstance(cfg, Mapping):
+        return False
+    scale = cfg.get("cap_scale")
+    return bool(cfg.get("repairs")) or (isinstance(scale, int) and not isinstance(scale, bool) and scale > 1)
 
 
 def _cell(f: Mapping[str, Any]) -> tuple[int, str, str]:
@@ -247,7 +260,33 @@ def failure_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
 
 
 #: the design order of the named levels of each axis (V levels sort by their number)
-NAMED_LEVELS: dict[str, tuple[str, ...]] = {"W": ("low", "high"), "D": ("raw", "compact", "typed", "linked")}
+NAMED_LEVELS: dict[str, tuple[str, ...]] = {"W": ("low", "medium", "high"), "D": ("raw", "compact", "typed", "linked")}
+
+CHECKPOINT_W: tuple[str, ...] = ("low", "medium", "high")
+
+
+def checkpoint(records: Iterable[Mapping[str, Any]], *, n_boot: int = DEFAULT_N_BOOT,
+               seed: int = DEFAULT_SEED) -> dict[str, Any] | None:
+    """The W medium checkpoint (8, medium, raw) beside (8, low, raw) and (8, high, raw), per lane: mean
+    success over the units (model, family) holding all three, and medium - low and high - medium with
+    family-cluster intervals. Exploratory (curvature), as in seed 002: not one of the eight contrasts."""
+    out = {}
+    for lane in sorted({str(r["facets"].get("lane")) for r in pressure_records(records)}):
+        units = unit_table(records, lane)
+        cells = {w: (V_LO, w, "raw") for w in CHECKPOINT_W}
+        have = sorted((k, u) for k, u in units.items() if all(c in u["cells"] for c in cells.values()))
+        if not have:
+            continue
+        row: dict[str, Any] = {"units": len(have), "success": {
+            w: float(np.mean([u["cells"][c] for _, u in have])) for w, c in cells.items()}}
+        for name, a, b in (("medium_minus_low", "medium", "low"), ("high_minus_medium", "high", "medium")):
+            diffs = np.array([100.0 * (u["cells"][cells[a]] - u["cells"][cells[b]]) for _, u in have])
+            clusters = [k[1] for k, _ in have]
+            est, lo, hi, _ = cluster_bootstrap(diffs, clusters, n_boot=n_boot, seed=seed)
+            one = len(set(clusters)) < 2
+            row[name] = {"pp": est, "lo": None if one else lo, "hi": None if one else hi}
+        out[lane] = row
+    return out or None
 
 
 def _order(axis: str, level: str) -> tuple[float | str, ...]:
@@ -266,6 +305,9 @@ def summarise(records: Iterable[Mapping[str, Any]], *, n_boot: int = DEFAULT_N_B
     recs = pressure_records(records)
     if not recs:
         return None
+    plain = [r for r in recs if not switched(r)]
+    left_out = len(recs) - len(plain) if plain else 0
+    recs = plain or recs  # the capacity contrasts are the frozen harness's; repair arms report in their section
     present = sorted({str(r["facets"].get("lane")) for r in recs})
     primary = "routed" if "routed" in present else present[0]
     return {
@@ -277,4 +319,6 @@ def summarise(records: Iterable[Mapping[str, Any]], *, n_boot: int = DEFAULT_N_B
         "truncation": {lane: truncation(recs, lane) for lane in present},
         "lanes": lanes(recs, n_boot=n_boot, seed=seed),
         "failure_records": failure_records(recs),
+        "checkpoint": checkpoint(recs, n_boot=n_boot, seed=seed),
+        "arm_records_left_out": left_out,
     }

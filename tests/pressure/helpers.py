@@ -16,27 +16,44 @@ ROOT = Path(__file__).resolve().parents[2]
 PRESSURE = ROOT / "cases" / "pressure"
 
 
-def entries() -> list[Any]:
+FRONTIER = PRESSURE / "frontier.toml"
+
+
+def entries(frontier: bool = False) -> list[Any]:
+    """The capacity families' entries (frontier=True: the frontier families' instead)."""
     out = []
     for f in sorted(PRESSURE.glob("*.toml")):
-        _, es = load_file(f)
-        out += es
+        if (f == FRONTIER) == frontier:
+            _, es = load_file(f)
+            out += es
     return out
 
 
 def families() -> dict[str, tuple[str, Any]]:
-    """family id -> (intent, Family)."""
+    """family id -> (intent, Family), the capacity families."""
     from pytest_agentfloor.pressure.family import FamilyFile
     from pytest_agentfloor.suite.loader import read_toml
 
     out = {}
     for f in sorted(PRESSURE.glob("*.toml")):
+        if f == FRONTIER:
+            continue
         data, _ = read_toml(f)
         data.pop("kind")
         doc = FamilyFile.model_validate(data)
         for fam in doc.families:
             out[fam.id] = (doc.intent, fam)
     return out
+
+
+def frontier_families() -> dict[str, Any]:
+    """family id -> FrontierFamily."""
+    from pytest_agentfloor.pressure.frontier import FrontierFile
+    from pytest_agentfloor.suite.loader import read_toml
+
+    data, _ = read_toml(FRONTIER)
+    data.pop("kind")
+    return {f.id: f for f in FrontierFile.model_validate(data).frontier}
 
 
 def oracle() -> ScriptedProvider:

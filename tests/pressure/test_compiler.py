@@ -63,6 +63,10 @@ def test_matched_variants_share_decision_facts_evidence_rule_and_final_state(fid
         assert len({c.prompt for c in group}) == 1  # V and D never touch the request
     assert len(compiled[(8, "low", "raw", "fixed")].gold.evidence) == 1
     assert len(compiled[(8, "high", "raw", "fixed")].gold.evidence) == 3
+    medium = compile_cell(fam, intent, 8, "medium", "raw", "fixed", "h")  # the W checkpoint: one dependent read
+    assert medium.gold.evidence == compiled[(8, "high", "raw", "fixed")].gold.evidence[:2]
+    assert medium.gold.submission == compiled[(8, "low", "raw", "fixed")].gold.submission
+    assert medium.call_limit == 4 + 2 and fam.cite_medium in medium.prompt
     # the facts: every encoding holds the subject's stored values (linked ones one lookup away)
     for c in compiled.values():
         recs = {r.id: r for r in c.fixtures.records}

@@ -139,10 +139,10 @@ def test_apply_pressure_and_compile_cell_error_texts() -> None:
     assert str(err.value) == "lane 'random': valid are fixed, routed"
     with pytest.raises(ValueError) as err:
         compile_cell(FAM, "files", 7, "low", "raw", "fixed", "h")
-    assert str(err.value) == "cell V7-low: V is one of (8, 32, 128), W one of ('low', 'high')"
+    assert str(err.value) == "cell V7-low: V is one of (8, 32, 128), W one of ('low', 'high', 'medium')"
     with pytest.raises(ValueError) as err:
-        compile_cell(FAM, "files", 8, "medium", "raw", "fixed", "h")
-    assert str(err.value).startswith("cell V8-medium: ")
+        compile_cell(FAM, "files", 8, "middle", "raw", "fixed", "h")
+    assert str(err.value).startswith("cell V8-middle: ")
 
 
 def _data() -> dict:

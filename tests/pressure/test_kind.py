@@ -24,14 +24,16 @@ def _entries(data: dict | None = None, path: Path = ACCOUNTING) -> list:
     return PressureKind().entries(data, path, "hash0")
 
 
-def test_a_family_file_gives_one_entry_per_family_with_48_items() -> None:
+def test_a_family_file_gives_one_entry_per_family_with_50_items() -> None:
     entries = _entries()
     assert [e.id for e in entries] == ["overdue-invoice", "duplicate-payment", entries[2].id]
     e = entries[0]
-    assert (e.content_hash, e.markers) == ("hash0", ("pressure", "accounting", "overdue-invoice"))
-    assert len(e.specs) == 48 and len(set(e.specs)) == 48
+    assert (e.content_hash, e.markers) == ("hash0+c2", ("pressure", "accounting", "overdue-invoice"))
+    assert len(e.specs) == 50 and len(set(e.specs)) == 50
     assert e.specs[:3] == (("V8-low-raw", "fixed"), ("V8-low-raw", "routed"), ("V8-low-compact", "fixed"))
-    assert e.specs[-1] == ("V128-high-linked", "routed")
+    assert e.specs[-3] == ("V128-high-linked", "routed")
+    assert e.specs[-2:] == (("V8-medium-raw", "fixed"), ("V8-medium-raw", "routed"))  # the W checkpoint
+    assert e.spec_markers("V8-medium-raw", "fixed") == ("V8", "Wmedium", "raw", "fixed")
     assert e.spec_markers("V32-high-typed", "routed") == ("V32", "Whigh", "typed", "routed")
 
 
@@ -42,7 +44,7 @@ def test_entries_resolve_cells_once_and_per_family() -> None:
                                                                  "pressure")
     assert (case.pressure.size, case.pressure.workflow, case.pressure.encoding, case.pressure.lane,
             case.pressure.intent) == (32, "high", "linked", "routed", "accounting")
-    assert len(case.pressure.menu) == 32 and case.content_hash == "hash0"
+    assert len(case.pressure.menu) == 32 and case.content_hash == "hash0+c2"  # the compiler's version
     assert first.resolve("V32-high-linked", "routed") is case  # cached
     assert first.resolve("V32-high-linked", "fixed") is not case
     assert second.resolve("V32-high-linked", "routed").id == "duplicate-payment"

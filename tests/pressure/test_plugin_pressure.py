@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ policy = "menu_shy"
 
 
 @pytest.fixture
-def bench(pytester: pytest.Pytester) -> pytest.Pytester:
+def bench(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # subprocesses (the report and regrade commands, xdist) import this checkout, not an installed copy
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     shutil.copytree(PRESSURE, pytester.path / "cases" / "pressure")
     pytester.makefile(".toml", models=MODELS)
     return pytester
@@ -40,9 +43,13 @@ def test_ids_and_markers_carry_family_intent_and_cell(bench: pytest.Pytester) ->
     assert "cases/pressure/accounting.toml::overdue-invoice[V128-high-raw-routed-r0-oracle]" in ids
     result = bench.runpytest("cases/pressure", "--model", "oracle", "-m", "calendar and leave-overlap", "--co", "-q")
     ids = [line for line in result.stdout.lines if "::" in line]
-    assert len(ids) == 48 and all("::leave-overlap[" in i for i in ids)
+    assert len(ids) == 50 and all("::leave-overlap[" in i for i in ids)
     result = bench.runpytest("cases/pressure", "--model", "oracle", "--co", "-q")
-    assert len([line for line in result.stdout.lines if "::" in line]) == 12 * 48
+    ids = [line for line in result.stdout.lines if "::" in line]
+    assert len(ids) == 12 * 50 + 4 * 4  # and the frontier: four families of 2, 6, 14 and 30 calls
+    assert "cases/pressure/frontier.toml::close-trail[calls30-fixed-r0-oracle]" in ids
+    result = bench.runpytest("cases/pressure", "--model", "oracle", "-m", "frontier and calls14", "--co", "-q")
+    assert len([line for line in result.stdout.lines if "::" in line]) == 4
 
 
 @pytest.mark.slow
@@ -52,7 +59,7 @@ def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: 
     result = bench.runpytest("cases/pressure", "--model", "oracle", "--model", "shy", "--agentfloor-protocol", "tbb",
                              "-m", "fixed or routed", "-p", "no:randomly")
     recs = records(bench)
-    assert len(recs) == 2 * 12 * 48
+    assert len(recs) == 2 * 12 * 50
     oracle = [r for r in recs if r["model"] == "oracle"]
     assert all(r["passed"] and r["kind"] == "pressure" for r in oracle)
     shy_failed = [r for r in recs if r["model"] == "shy" and not r["passed"]]
@@ -61,7 +68,7 @@ def test_menu_shy_policy_gives_a_negative_menu_contrast_and_nothing_else(bench: 
              and x["instance"] == "routed" and x["model"] == "oracle")
     assert r["facets"]["cell"] == "V32-low-compact" and r["facets"]["intent"] == "accounting"
     assert r["facets"]["exposures"] == 32 + 4 * (len(r["trajectory"]["turns"]) - 1)
-    result.assert_outcomes(passed=12 * 48 + (12 * 48 - len(shy_failed)), failed=len(shy_failed))
+    result.assert_outcomes(passed=12 * 50 + (12 * 50 - len(shy_failed)), failed=len(shy_failed))
 
     summary = json.loads((bench.path / "reports" / "summary.json").read_text())
     s = summary["pressure"]
@@ -106,4 +113,4 @@ def test_xdist_gives_the_same_pressure_section(bench: pytest.Pytester) -> None:
     result = bench.runpytest_subprocess(*args, "-n", "2")
     assert result.ret == 1  # shy fails its large-menu cells
     parallel = json.loads((bench.path / "reports" / "summary.json").read_text())["pressure"]
-    assert parallel == serial and serial["episodes"] == 2 * 3 * 48
+    assert parallel == serial and serial["episodes"] == 2 * 3 * 50

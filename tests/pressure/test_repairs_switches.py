@@ -92,3 +92,16 @@ def test_too_few_clusters_never_certify(families: int, claimed: bool) -> None:
 def test_no_switch_no_claim() -> None:
     (r,) = compare([CellRun("inc", "router", "u", "f", 1)], n_boot=B)
     assert r.versus == () and not r.success_superior and not r.nondominated and not r.cost_superior
+
+
+def test_an_unknown_cost_is_never_read_as_zero() -> None:
+    """An unpriced switch (NaN cost): no cost interval, no cost claim, dominance without cost."""
+    nan = float("nan")
+    runs = []
+    for f in range(8):
+        u = f"f{f}"
+        runs += [CellRun("inc", "router", u, u, 0, 100, 1, 0.01), CellRun("free", NO_REPAIR, u, u, 1, 90, 1, nan)]
+    (r,) = compare(runs, n_boot=B)
+    (v,) = r.versus
+    assert not v.cost_known and v.cost_diff is None and v.cost_lo is None and not v.below
+    assert v.dominates and not r.nondominated and not r.cost_superior  # better success, fewer tokens, same time

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -87,7 +88,10 @@ def test_fixed_and_routed_lanes_on_the_wire(pytester: pytest.Pytester, provider:
     assert by_lane["routed"]["facets"]["exposures"] == 128 + 4 * (n_calls - 1)
 
 
-def test_menu_and_encoding_options_apply_to_ladder_cases(pytester: pytest.Pytester) -> None:
+def test_menu_and_encoding_options_apply_to_ladder_cases(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # the regrade subprocess imports this checkout, not an installed copy
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     case = resolve(load_case(C1)[0], "v0", "i0", "h")
     with FakeModelServer(follower(case)) as server:
         shutil.copytree(REPO / "cases" / "tier_C", pytester.path / "cases" / "tier_C")

@@ -11,6 +11,10 @@ one family; clusters are families):
 * Pareto-nondominated: no switch is at least as good on success, tokens, wall time and cost and
   strictly better on one (point estimates: means over the paired units).
 
+A cost that is unknown (a configuration without pricing: NaN) is never read as $0: the cost
+interval is then None, no cost claim is made, and dominance is judged on success, tokens and wall
+time (`cost_known` says which).
+
 A claim needs at least one switch. Guard (ours, as in `quantities`): an interval certifies only
 when the exact sign-flip test over cluster sums could reject at the interval's tail, so fewer than
 six clusters (2^-C >= 0.025) never certify superiority, however unanimous they are.
@@ -55,12 +59,13 @@ class Versus:
     success_pp: float
     success_lo: float
     success_hi: float
-    cost_diff: float
-    cost_lo: float
-    cost_hi: float
+    cost_diff: float | None  # None: a cost on either side is unknown
+    cost_lo: float | None
+    cost_hi: float | None
     dominates: bool  # the switch dominates the repair on the four metrics (point estimates)
     above: bool  # the success interval lies above zero (and the guard allows a claim)
     below: bool  # the cost interval lies below zero (and the guard allows a claim)
+    cost_known: bool = True  # False: dominance was judged without cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +117,18 @@ def compare(runs: Iterable[CellRun], *, n_boot: int = DEFAULT_N_BOOT, seed: int 
             b = np.array([theirs[u][1] for u in units])
             ds, dc = 100.0 * (a[:, 0] - b[:, 0]), a[:, 3] - b[:, 3]
             s_est, s_lo, s_hi, _ = cluster_bootstrap(ds, cl, n_boot=n_boot, seed=seed, level=confidence)
-            c_est, c_lo, c_hi, _ = cluster_bootstrap(dc, cl, n_boot=n_boot, seed=seed, level=confidence)
             ok_s = _certifies(ds, cl, tail, n_boot, seed, 1.0)
-            ok_c = _certifies(dc, cl, tail, n_boot, seed, -1.0)
+            cost_known = not np.isnan(dc).any()
+            c_est = c_lo = c_hi = None
+            below = False
+            if cost_known:
+                c_est, c_lo, c_hi, _ = cluster_bootstrap(dc, cl, n_boot=n_boot, seed=seed, level=confidence)
+                below = _certifies(dc, cl, tail, n_boot, seed, -1.0) and c_hi < 0
             ma, mb = a.mean(axis=0), b.mean(axis=0)
-            better = [mb[0] - ma[0]] + [ma[k] - mb[k] for k in (1, 2, 3)]  # >= 0: the switch is at least as good
-            dominates = all(x >= -1e-12 for x in better) and any(x > 1e-12 for x in better)
+            better = [mb[0] - ma[0]] + [ma[k] - mb[k] for k in ((1, 2, 3) if cost_known else (1, 2))]
+            dominates = all(x >= -1e-12 for x in better) and any(x > 1e-12 for x in better)  # >= 0: as good
             vs.append(Versus(sw, len(units), len(set(cl)), s_est, s_lo, s_hi, c_est, c_lo, c_hi, dominates,
-                             above=ok_s and s_lo > 0, below=ok_c and c_hi < 0))
+                             above=ok_s and s_lo > 0, below=below, cost_known=cost_known))
         out.append(RepairVsSwitches(inc, arm, tuple(vs), success_superior=bool(vs) and all(v.above for v in vs),
                                     cost_superior=bool(vs) and all(v.below for v in vs),
                                     nondominated=bool(vs) and not any(v.dominates for v in vs)))

@@ -32,13 +32,21 @@
   var byRef = null, pending = {};
   var multi = idx.sources.length > 1;
   var FILTERS = [["source", "f-source"], ["model", "f-model"], ["tier", "f-tier"], ["task", "f-task"],
-                 ["outcome", "f-outcome"], ["failure_mode", "f-fm"], ["first_unmet", "f-unmet"]];
+                 ["outcome", "f-outcome"], ["failure_mode", "f-fm"], ["first_unmet", "f-unmet"],
+                 ["repair", "f-repair"], ["levels", "f-level"]];
   var HASH = {source: "source", model: "model", tier: "tier", task: "task", outcome: "outcome",
-              failure_mode: "fm", first_unmet: "unmet"};
+              failure_mode: "fm", first_unmet: "unmet", repair: "repair", levels: "level"};
   var LABELS = {source: "session", model: "model", tier: "tier", task: "case", outcome: "outcome", fm: "failure mode",
                 unmet: "first unmet", item: "item", vs: "side by side with", differ: "outcome differs from",
-                q: "text"};
-  var KNOWN = ["source", "model", "tier", "task", "outcome", "fm", "unmet", "item", "vs", "differ", "q", "sort", "run"];
+                q: "text", repair: "repair", level: "pressure level"};
+  var KNOWN = ["source", "model", "tier", "task", "outcome", "fm", "unmet", "item", "vs", "differ", "q", "sort", "run",
+               "repair", "level"];
+  // a run's pressure levels are several tokens (V128 Whigh linked routed): the level filter keeps a run holding it
+  var TOKENS = {levels: true};
+  function cellValues(name, cell) {
+    if (cell === null || cell === undefined) return ["—"];
+    return TOKENS[name] ? String(cell).split(" ") : [String(cell)];
+  }
   // list columns: [header, sort key (a function of a row), cell text]
   // natural order ("A2" before "A10"), case folded; plain code, since building an Intl.Collator costs
   // tens of milliseconds at load and localeCompare with options builds one per comparison
@@ -203,7 +211,11 @@
   function fillSelects() {
     FILTERS.forEach(function (f) {
       var col = C[f[0]], seen = {}, sel = document.getElementById(f[1]);
-      rows.forEach(function (r) { var v = r[col] === null ? "—" : String(r[col]); seen[v] = (seen[v] || 0) + 1; });
+      if (col === undefined) { sel.parentNode.style.display = "none"; return; }  // a file written before the column
+      rows.forEach(function (r) { cellValues(f[0], r[col]).forEach(function (v) { seen[v] = (seen[v] || 0) + 1; }); });
+      if ((f[0] === "repair" || f[0] === "levels") && Object.keys(seen).length === 1 && seen["—"]) {
+        sel.parentNode.style.display = "none";  // no run of this file has a repair arm or pressure levels
+      }
       sel.appendChild(el("option", null, "all")).value = "";
       Object.keys(seen).sort(collate)
         .forEach(function (v) {
@@ -282,7 +294,7 @@
     var tests = [];
     FILTERS.forEach(function (f) {
       var v = h[HASH[f[0]]];
-      if (v) tests.push([C[f[0]], v]);
+      if (v && C[f[0]] !== undefined) tests.push([C[f[0]], v, f[0]]);
     });
     var q = (h.q || "").toLowerCase(), out = [], text = q ? textMatches(q) : null;
     var ref = h.differ || "", other = null;
@@ -294,7 +306,7 @@
       var r = rows[i], ok = true;
       for (var t = 0; t < tests.length; t++) {
         var cell = r[tests[t][0]];
-        if ((cell === null ? "—" : String(cell)) !== tests[t][1]) { ok = false; break; }
+        if (cellValues(tests[t][2], cell).indexOf(tests[t][1]) < 0) { ok = false; break; }
       }
       if (ok && h.item && itemOf(i) !== h.item) ok = false;
       if (ok && other) {
