@@ -49,6 +49,15 @@ class ToolCall(BaseModel):
 
 #: the most tool calls one reply may make: 10,000 calls in a turn must not make a 7 MB record
 MAX_CALLS_PER_TURN = 64
+#: the most tokens one request can plausibly use (a larger reported figure is the server's error)
+PLAUSIBLE_TOKENS = 100_000_000
+
+
+def plausible_tokens(value: object) -> int:
+    """A server-reported token count fit to be counted against a budget: an int in [0, PLAUSIBLE_TOKENS], else 0."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= PLAUSIBLE_TOKENS:
+        return value
+    return 0
 
 
 class Turn(BaseModel):
@@ -71,6 +80,8 @@ class Turn(BaseModel):
                                  "(replayed: the recording's, when its cassette says); None for in-process answers")
     calls_rejected: int = Field(0, description="tool calls in this reply beyond MAX_CALLS_PER_TURN: the turn "
                                 "is the model's malformed call, and none of them is kept")
+    usage_invalid: list[str] = Field(default_factory=list, description="usage figures the server sent that are "
+                                     "no count (read as 0 here): the turn's cost is unknown, never charged")
 
 
 class Trajectory(BaseModel):
