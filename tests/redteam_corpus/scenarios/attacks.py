@@ -325,6 +325,44 @@ def at20() -> Verdict:
     return c.verdict()
 
 
+PEG = "The model produced output that does not match the expected peg-native format"
+
+
+@scenario("at21", "14", "attack", "the embedded server refuses the call its template asks for",
+          "provider local with base_url (a llama-server); every chat request: HTTP 500 peg-native refusal; asked "
+          "again without tool parsing, the model's text is the template's bare call {\"name\": \"get_attribute\", "
+          "\"arguments\": {...}} (then 340)",
+          "the raw text kept in the record and read as the call it is (no malformed call the model did not make); "
+          "the item graded, never an infrastructure error")
+def at21() -> Verdict:
+    call = '{"name": "get_attribute", "arguments": {"record_id": "INV-Q7P2K", "attribute": "on_hand"}}'
+
+    def setup(srv: FakeModelServer) -> None:
+        srv.raw_text = call
+    p, r, srv = episode("at21", lambda b: status(500, PEG), provider="local", setup=setup)
+    c = Checks()
+    sane(c, r)
+    recs = one_record_per_item(c, r)
+    c.expect(recs and not any(x["infra_error"] for x in recs), f"graded ({r.outcomes})")
+    c.expect(all(x["termination"] != "malformed_call" for x in recs), "not a malformed call")
+    c.expect(any(call in json.dumps(x) or "get_attribute" in json.dumps(x["trajectory"]) for x in recs),
+             "the model's text is in the record")
+    return c.verdict()
+
+
+@scenario("at22", "14", "attack", "the embedded server refuses and cannot render the raw text",
+          "provider local with base_url; every chat request: HTTP 500 'Failed to parse input at pos 3'; the server "
+          "has no /apply-template (404)",
+          "the server's refusal is the model's malformed call (F2) with the message in the record; not retried")
+def at22() -> Verdict:
+    p, r, srv = episode("at22", lambda b: status(500, "Failed to parse input at pos 3"), provider="local",
+                        extra={"retries": 3})
+    c = Checks()
+    models_fault(c, r, mode="F2", words=("Failed to parse input",))
+    c.expect(len(srv.received) == 1, f"not retried ({len(srv.received)})")
+    return c.verdict()
+
+
 class _Gzip(Raw):
     def __init__(self) -> None:
         super().__init__({"id": "x", "object": "chat.completion", "choices": []})
@@ -368,4 +406,4 @@ def _patch() -> None:
 
 
 _patch()
-del Reply, models_fault, usage_error, Run
+del Reply, usage_error, Run
