@@ -363,6 +363,91 @@ def at22() -> Verdict:
     return c.verdict()
 
 
+@scenario("at23", "1", "attack", "max_connections = 2: episodes in flight and the items' JUnit time",
+          "openai model, max_connections = 2, concurrency 64; 20 items of A1 whose requests take 0.1 s each; "
+          "--junitxml",
+          "the server never sees more than 2 requests at once; every testcase's JUnit time is its episode's own "
+          "time (wall_s), not its wait; no timeout")
+def at23() -> Verdict:
+    import threading
+    import xml.etree.ElementTree as ET
+
+    oracle = Oracle()
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def respond(body: Any) -> Any:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        try:
+            time.sleep(0.1)
+            return oracle(body)
+        finally:
+            with lock:
+                state["now"] -= 1
+    p, r, _ = episode("at23", respond, extra={"max_connections": 2}, variants=None,
+                      args=("--agentfloor-runs", "4", "--junitxml", "junit.xml", "-o", "junit_family=xunit1",
+                            "--episode-timeout", "3"))
+    c = Checks()
+    sane(c, r)
+    recs = one_record_per_item(c, r)
+    c.expect(state["peak"] <= 2, f"at most 2 requests at once ({state['peak']})")
+    c.expect(not any(x["termination"] == "timeout" for x in recs), "no timeout")
+    by_name = {x["nodeid"].rsplit("::", 1)[-1]: x for x in recs}
+    junit = p.root / "junit.xml"
+    if junit.exists():
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            rec = by_name.get(case.get("name") or "")
+            if rec:
+                c.expect(float(case.get("time") or 0) <= rec["wall_s"] + 1.0,
+                         f"{case.get('name')}: JUnit time {case.get('time')} vs wall_s {rec['wall_s']}")
+    c.note(f"peak {state['peak']}, queue_s in all {sum(x.get('queue_s') or 0 for x in recs):.1f}")
+    return c.verdict()
+
+
+@scenario("at24", "7", "attack", "a distractor flood in pressure cells",
+          "openai model answers every turn of 8 pressure cells (overdue-invoice, V128) with 64 calls, one to each "
+          "menu tool, 2 KB of arguments each",
+          "each record at most 1 MiB, runs.jsonl bounded, terminal output bounded; the items failed as the "
+          "model's, one record each")
+def at24() -> Verdict:
+    def flood(body: Any) -> Any:
+        names = [t["function"]["name"] for t in body.get("tools") or []][:64]
+        return reply(tool_calls=[(n, {"q": "x" * 2048, "i": i}) for i, n in enumerate(names)])
+    p = Project("at24", ("pressure/accounting.toml",))
+    with FakeModelServer(flood) as srv:
+        p.models(model_toml("m", srv.openai_url))
+        r = p.pytest("cases/pressure/accounting.toml", "--model", "m", "--no-probe", "-k",
+                     "overdue-invoice and V128", timeout=600)
+    c = Checks()
+    sane(c, r, max_out=300_000)
+    recs = one_record_per_item(c, r)
+    sizes = [len(x) for f in p.root.glob("reports/sessions/*/runs.jsonl") for x in f.read_text().splitlines()]
+    c.expect(sizes and max(sizes) <= 1024 * 1024 + 1024, f"records at most 1 MiB ({max(sizes) if sizes else 0:,})")
+    c.expect(not any(x["infra_error"] for x in recs), "no infrastructure error")
+    c.note(f"{len(recs)} records, largest {max(sizes) if sizes else 0:,} bytes, terminal {len(r.text):,} chars")
+    return c.verdict()
+
+
+@scenario("at25", "9", "attack", "an installation's entity id with a trailing newline",
+          "cases/callsite/installations/site_a.toml with entity id 'light.porch\\n'; pytest cases/callsite/actuator.toml "
+          "--model oracle",
+          "a collection error naming the file and the field, no newline in any node id, no traceback")
+def at25() -> Verdict:
+    p = Project("at25", ("callsite/actuator.toml",))
+    f = p.root / "cases" / "callsite" / "installations" / "site_a.toml"
+    text = f.read_text()
+    f.write_text(text.replace('id = "light.porch"', 'id = "light.porch\\n"', 1))
+    r = p.pytest("cases/callsite/actuator.toml", "--model", "oracle")
+    c = Checks()
+    c.expect(text != f.read_text(), "the id was changed")
+    c.expect("Traceback (most recent call last)" not in r.text and "INTERNALERROR" not in r.text, "no traceback")
+    c.expect(r.ret in (1, 2, 4) and "site_a.toml" in r.text, f"an error naming the file (exit {r.ret})")
+    c.note(f"exit {r.ret}: {[ln for ln in r.text.splitlines() if 'site_a' in ln][:1]}")
+    return c.verdict()
+
+
 class _Gzip(Raw):
     def __init__(self) -> None:
         super().__init__({"id": "x", "object": "chat.completion", "choices": []})

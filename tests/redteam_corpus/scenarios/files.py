@@ -234,6 +234,8 @@ def f36() -> Verdict:
 
 _cmd_case("f39", "compare --n-boot 10**12", ("compare", "runs.jsonl", "runs.jsonl", "--n-boot", "1000000000000"),
           {"runs.jsonl": "<runs>"}, "--n-boot")
+_cmd_case("f58", "compare --changed -5", ("compare", "runs.jsonl", "runs.jsonl", "--changed", "-5"),
+          {"runs.jsonl": "<runs>"}, "--changed")
 _cmd_case("f40", "report --n-boot -5", ("report", "runs.jsonl", "--n-boot", "-5"), {"runs.jsonl": "<runs>"}, "--n-boot")
 _cmd_case("f41", "report --margin nan", ("report", "runs.jsonl", "--margin", "nan"), {"runs.jsonl": "<runs>"}, "--margin")
 _cmd_case("f42", "report --infra-threshold 7", ("report", "runs.jsonl", "--infra-threshold", "7"),
