@@ -21,8 +21,9 @@ A1_ARGS = ("cases/tier_A/A1.toml", "--model", "m", "--variants", "v0", "--instan
 
 
 def models(url: str, provider: str = "openai", **extra: Any) -> str:
-    lines = ["[models.m]", f'provider = "{provider}"', 'model = "tiny"', f'base_url = "{url}"', "retries = 0",
-             "timeout_s = 20"] + [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
+    extra = {"retries": 0, "timeout_s": 20, **extra}
+    lines = ["[models.m]", f'provider = "{provider}"', 'model = "tiny"', f'base_url = "{url}"'] + \
+        [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -205,3 +206,16 @@ def test_a_key_with_a_line_break_is_a_usage_error_naming_its_variable(a1: pytest
     err = result.stderr.str()
     assert "models.m.api_key_env: environment variable AF_NL_KEY holds a line break" in err
     assert "sk-abcdefgh" not in err + result.stdout.str()
+
+
+# -- ep64: a llama.cpp parse refusal behind Ollama's API -------------------------------------------------------
+def test_a_parse_refusal_is_the_models_malformed_call_under_ollama_too(a1: pytest.Pytester) -> None:
+    # before: only Ollama's own wording ("error parsing tool call") was recognised on provider ollama;
+    # llama.cpp's "Failed to parse input at pos N" was an endpoint failure, retried and left out of TCR
+    with FakeModelServer(lambda b: status(500, "Failed to parse input at pos 0: <tool_call>{bad")) as server:
+        a1.makefile(".toml", models=models(server.url, "ollama", retries=3))
+        result = a1.runpytest(*A1_ARGS)
+        assert len(server.requests) == 1  # not retried
+    assert result.parseoutcomes() == {"failed": 1}
+    (rec,) = records(a1.path)
+    assert not rec["infra_error"] and rec["failure_mode"] == "F2" and "Failed to parse input at pos 0" in rec["error"]

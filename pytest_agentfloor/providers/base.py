@@ -177,6 +177,21 @@ def is_context_overflow(text: str) -> bool:
     return bool(_CONTEXT_OVERFLOW.search(text or ""))
 
 
+# A server's own statement that the model's output did not parse as the tool-call format its chat
+# template announced: llama.cpp's server ("The model produced output that does not match the
+# expected peg-native format", "Failed to parse input at pos N", "failed to parse tool call"),
+# Ollama ("error parsing tool call", on /api/chat and /v1). Only with a 5xx: it is the model's
+# malformed call, on every provider.
+_UNPARSEABLE_OUTPUT = re.compile(
+    r"does not match the expected [\w-]+ format|failed to parse (tool call|input at)|error parsing tool call",
+    re.IGNORECASE)
+
+
+def is_unparseable_output(message: str) -> bool:
+    """Whether a server's error text says it could not parse the model's output (its tool call)."""
+    return bool(_UNPARSEABLE_OUTPUT.search(message or ""))
+
+
 class MalformedReply(Exception):
     """The server answered, but its tool-call payload could not be read (a model failure)."""
 

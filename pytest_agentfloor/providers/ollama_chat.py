@@ -27,8 +27,8 @@ from ..config import is_loopback, redact_secrets, redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, key_problem,
-                   parse_retry_after, request_bound, seconds_text, usage_count, wire_safe, with_retries)
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_unparseable_output,
+                   key_problem, parse_retry_after, request_bound, seconds_text, usage_count, wire_safe, with_retries)
 from .endpoints import endpoint as shared_endpoint
 from .endpoints import note_served
 
@@ -259,7 +259,7 @@ class OllamaProvider(FreshClientOnExpiry):
         except ollama.ResponseError as exc:
             code = exc.status_code
             text = _short(str(exc.error), 300)
-            if "error parsing tool call" in text:
+            if "error parsing tool call" in text or (code >= 500 and is_unparseable_output(text)):
                 error = MalformedReply(self._redact(f"Ollama could not parse the model's tool call: {text}"))
             elif is_context_overflow(text):
                 error = ContextLimitError(self.endpoint, self._redact(f"HTTP {code}: {text}"), hint=self.context_hint)

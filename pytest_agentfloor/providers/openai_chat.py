@@ -16,7 +16,6 @@ are recorded when the usage reports `completion_tokens_details.reasoning_tokens`
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,8 +26,8 @@ from ..config import is_loopback, redact_secrets, redact_url
 from ..context import LADDER_MAX_TURNS
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, key_problem,
-                   parse_retry_after, request_bound, seconds_text, usage_count, wire_safe, with_retries)
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_unparseable_output,
+                   key_problem, parse_retry_after, request_bound, seconds_text, usage_count, wire_safe, with_retries)
 from .endpoints import endpoint as shared_endpoint
 from .endpoints import note_served
 
@@ -287,20 +286,6 @@ class OpenAIProvider(FreshClientOnExpiry):
             reasoning_tokens=_reasoning_tokens(usage),
             usage_invalid=invalid,
         )
-
-
-# A server's own statement that the model's output did not parse as the tool-call format its chat
-# template announced: llama.cpp's server ("The model produced output that does not match the
-# expected peg-native format", "Failed to parse input at pos N", "failed to parse tool call"),
-# Ollama's /v1 ("error parsing tool call"). Only with a 5xx: it is the model's malformed call.
-_UNPARSEABLE_OUTPUT = re.compile(
-    r"does not match the expected [\w-]+ format|failed to parse (tool call|input at)|error parsing tool call",
-    re.IGNORECASE)
-
-
-def is_unparseable_output(message: str) -> bool:
-    """Whether a server's error text says it could not parse the model's output (its tool call)."""
-    return bool(_UNPARSEABLE_OUTPUT.search(message or ""))
 
 
 def _post_completion(client: "openai.OpenAI", request: dict[str, Any], timeout: float) -> ChatCompletion:
