@@ -133,9 +133,8 @@ class AgentFloorSession:
         if not st.replay:
             from .providers.base import key_problem
 
-            keyed = [m for m in [*st.selected, st.judge] if m is not None and m.api_key_env]
-            bad = {m.name: (m.api_key_env, key_problem(os.environ.get(m.api_key_env))) for m in keyed}
-            bad = {name: (var, why) for name, (var, why) in bad.items() if why}
+            keyed = [(m.name, m.api_key_env) for m in [*st.selected, st.judge] if m is not None and m.api_key_env]
+            bad = {name: (var, why) for name, var in keyed if (why := key_problem(os.environ.get(var)))}
             if bad:
                 raise pytest.UsageError("; ".join(f"models.{name}.api_key_env: environment variable {var} {why}"
                                                   for name, (var, why) in bad.items()))

@@ -278,11 +278,11 @@ class OllamaProvider(FreshClientOnExpiry):
                 f"connection failed ({type(root).__name__}: {str(root)[:200]})"
             error = self._error(f"{detail} (is Ollama running at {self.endpoint}?)", True)
         except _Refused as refused:
-            exc = refused.error
-            if any("tool_calls" in map(str, err.get("loc", ())) for err in exc.errors()):
-                error = MalformedReply(f"unreadable tool calls in the reply: {_first_error(exc)}")
+            invalid = refused.error
+            if any("tool_calls" in map(str, err.get("loc", ())) for err in invalid.errors()):
+                error = MalformedReply(f"unreadable tool calls in the reply: {_first_error(invalid)}")
             else:
-                resp, error = self._lenient(exc, refused.response)
+                resp, error = self._lenient(invalid, refused.response)
         except json.JSONDecodeError as exc:
             error = self._error(f"response is not JSON ({exc.msg})", False)
         except (RecursionError, ValueError) as exc:

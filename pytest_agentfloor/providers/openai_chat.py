@@ -114,7 +114,8 @@ class OpenAIProvider(FreshClientOnExpiry):
     def _make_client(self) -> "openai.OpenAI":
         # trust_env=False for loopback: no proxy from the environment for a server on this machine; no
         # redirects followed: requests go to the configured endpoint only, never where a server points
-        http_client = openai.DefaultHttpxClient(follow_redirects=False, **({"trust_env": False} if self.direct else {}))
+        http_client = (openai.DefaultHttpxClient(follow_redirects=False, trust_env=False) if self.direct
+                       else openai.DefaultHttpxClient(follow_redirects=False))
         return openai.OpenAI(
             base_url=self.base_url,
             api_key=self._secret or NO_KEY,
