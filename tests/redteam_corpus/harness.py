@@ -89,9 +89,12 @@ MEMORY_LIMIT = 6 * 1024 ** 3
 
 
 def _limit_memory() -> None:
+    """In the child before exec: the memory bound, and SIGINT back to its default (a corpus started in the
+    background inherits it ignored, and pytest would then never see the Ctrl-C a scenario sends)."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
