@@ -491,4 +491,4 @@ def _patch() -> None:
 
 
 _patch()
-del Reply, usage_error, Run
+del Reply, Run
