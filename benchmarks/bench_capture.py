@@ -7,7 +7,8 @@ captures in a temporary folder), interleaved one to one so that load on the mach
 alike. (In one process the three would share one GIL, and each hand-over can wait out Python's
 5 ms switch interval: an in-process proxy measured +4 to +8 ms here, which is not what an agent sees.) Each side keeps one keep-alive client, as an
 agent does. Prints the median of each side, the median of the paired differences (the figure),
-for a plain and a streamed (SSE) reply, with the load average before and after.
+for a plain and a streamed (SSE) reply of a small request and a plain reply of an actuator-sized one
+(42 KB of registry in the system prompt), with the load average before and after.
 
     python benchmarks/bench_capture.py [--pairs 1000]
 
@@ -37,6 +38,9 @@ SMOKE = bool(os.environ.get("AGENTFLOOR_BENCH_SMOKE"))
 BODY = {"model": "gpt-x", "max_tokens": 10, "messages": [
     {"role": "system", "content": "You route each user turn: answer with one word. " * 20},
     {"role": "user", "content": "Turn on the porch light, please."}]}
+#: an actuator-sized request: the system prompt carries a 42 KB entity registry (seed 001's grounded site)
+LARGE = dict(BODY, messages=[{"role": "system", "content": "light.kitchen_ceiling: Kitchen ceiling light, on/off. " * 780},
+                             BODY["messages"][1]])
 
 
 def _cpu_s(pid: int) -> float:
@@ -52,8 +56,8 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def measure(pairs: int, stream: bool, direct_url: str, proxy_url: str) -> tuple[float, float, float]:
-    body = dict(BODY, stream=stream)
+def measure(pairs: int, stream: bool, direct_url: str, proxy_url: str, large: bool = False) -> tuple[float, float, float]:
+    body = dict(LARGE if large else BODY, stream=stream)
     direct, proxied = httpx.Client(trust_env=False), httpx.Client(trust_env=False)
     d_times, p_times = [], []
     try:
@@ -92,9 +96,10 @@ def main() -> int:
             line = proxy.stdout.readline() if proxy.stdout else ""
             url = line.split("listening on ", 1)[1].split(" ", 1)[0]
             rows = []
-            for name, stream in (("plain", False), ("streamed", True)):
+            for name, stream, large in (("plain", False, False), ("streamed", True, False),
+                                        ("42 KB prompt", False, True)):
                 cpu = _cpu_s(proxy.pid)
-                rows.append((name, *measure(ns.pairs, stream, up_url, url),
+                rows.append((name, *measure(ns.pairs, stream, up_url, url, large),
                              (_cpu_s(proxy.pid) - cpu) / (ns.pairs + 5) * 1e3))
         finally:
             for proc in (proxy, up):
@@ -105,10 +110,10 @@ def main() -> int:
     print(f"capture proxy, {ns.pairs} interleaved pairs per reply kind, fake upstream on loopback, "
           f"{os.cpu_count()} cores; load average before {before}, after {_load()}")
     for name, d, pr, diff, cpu in rows:
-        print(f"{name:9} reply: direct median {d:.2f} ms, through the proxy {pr:.2f} ms; "
+        print(f"{name:12} reply: direct median {d:.2f} ms, through the proxy {pr:.2f} ms; "
               f"added latency per forwarded request: median {diff:+.2f} ms; proxy CPU {cpu:.2f} ms per request")
-    print(f"captured lines: {captured} (expected {2 * (ns.pairs + 5)})")
-    return 0 if captured == 2 * (ns.pairs + 5) else 1
+    print(f"captured lines: {captured} (expected {len(rows) * (ns.pairs + 5)})")
+    return 0 if captured == len(rows) * (ns.pairs + 5) else 1
 
 
 if __name__ == "__main__":

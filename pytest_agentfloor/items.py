@@ -22,7 +22,7 @@ from .kinds import CaseKind, Entry, kind_named, load_file
 from .nodeids import item_name, item_nodeid
 from .options import Options, options_key
 from .runstate import state_key
-from .prefetch import prefetcher_key, wait_for
+from .prefetch import play_now, prefetcher_key, wait_for
 from .probe import gate
 from .providers.base import ProviderError
 from .render import safe_text
@@ -231,7 +231,7 @@ class CaseItem(pytest.Item):
                                                  tools=list(case.tools), termination="provider_error",
                                                  error=str(exc))
             else:
-                self.trajectory = job()
+                self.trajectory = play_now(self.config, job, self.model.provider)
         assert self.trajectory is not None
         # the setup's reported time is the episode's own, not the wait for it in the look-ahead
         # window or in a queue (plugin.pytest_runtest_makereport applies this; queue_s says the rest)

@@ -66,6 +66,8 @@ class Options:
     callsite_parser: str | None = None  # output parser of call-site tables that name none (callsite/parsers.py)
     callsite_verdict: str = "raw"  # which McNemar p decides a call site's "differs": raw (exact) or holm
     margin_pp: float = 10.0
+    #: --agentfloor-routing-out: where the controller writes routing.json (and its LiteLLM YAML beside it)
+    routing_out: Path | None = None
     cluster: str | None = None
     interval_method: str = "guarded"
     decision_bound: str = "two-sided"
@@ -290,6 +292,10 @@ def add_options(parser: pytest.Parser) -> None:
     add("--agentfloor-callsite-verdict", "agentfloor_callsite_verdict",
         "which McNemar p decides 'differs' in the call-site paired table: raw = the exact p (as seed 001 reports "
         "it), holm = Holm-adjusted across the sites of each model; both are printed", default="raw", metavar="P")
+    add("--agentfloor-routing-out", "agentfloor_routing_out",
+        "write the call-site routing chosen against --agentfloor-reference (each site on the cheapest model that "
+        "matches the reference, with its evidence) to this JSON file, and a LiteLLM proxy config beside it "
+        "(<stem>.litellm.yaml); relative to the rootdir (docs/capture.md)", default="", shown="none", metavar="PATH")
     add("--margin", "agentfloor_margin", "equivalence / non-inferiority margin of the paired tests, in pp",
         default="10", metavar="PP")
     add("--bootstrap-cluster", "agentfloor_bootstrap_cluster",
@@ -601,6 +607,25 @@ def report_dir(config: pytest.Config, rootdir: Path) -> Path:
     return path
 
 
+def _routing_out(config: pytest.Config, rootdir: Path, reference: str | None) -> Path | None:
+    """--agentfloor-routing-out, checked at start-up: it needs a reference and a writable file path."""
+    raw = str(_opt(config, "agentfloor_routing_out") or "").strip()
+    if not raw:
+        return None
+    if reference is None:
+        raise pytest.UsageError(f"--agentfloor-routing-out {raw}: needs --agentfloor-reference MODEL (the production "
+                                "model: each site goes to the cheapest model that matches it)")
+    path = rootdir / raw
+    if raw.endswith(("/", os.sep)) or path.is_dir():
+        raise pytest.UsageError(f"--agentfloor-routing-out {raw}: is a directory; give a file name, e.g. routing.json")
+    probe = path.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise pytest.UsageError(f"--agentfloor-routing-out {raw}: {probe} is not a writable directory")
+    return path
+
+
 def check_selection(config: pytest.Config, variants: set[str] | None, instances: set[str] | None) -> None:
     """--variants/--instances names that no targeted case file has are usage errors.
 
@@ -680,6 +705,7 @@ def _read_options(config: pytest.Config) -> Options:
         raise pytest.UsageError(f"--agentfloor-callsite-parser: expected one of {', '.join(CALLSITE_PARSERS)}, "
                                 f"got {callsite_parser!r}")
     callsite_verdict = _choice(config, "agentfloor_callsite_verdict", "--agentfloor-callsite-verdict", CALLSITE_VERDICTS)
+    routing_out = _routing_out(config, rootdir, reference)
     cluster = _choice(config, "agentfloor_bootstrap_cluster", "--bootstrap-cluster", ("auto", "unit", "task", "run"))
     interval_method = _choice(config, "agentfloor_interval_method", "--interval-method", INTERVAL_METHODS)
     decision_bound = _choice(config, "agentfloor_noninferiority_bound", "--noninferiority-bound", DECISION_BOUNDS)
@@ -722,6 +748,7 @@ def _read_options(config: pytest.Config) -> Options:
         callsite_parser=callsite_parser,
         callsite_verdict=callsite_verdict,
         margin_pp=margin,
+        routing_out=routing_out,
         cluster=None if cluster == "auto" else cluster,
         interval_method=interval_method,
         decision_bound=decision_bound,

@@ -225,6 +225,32 @@ def wait_for(config: pytest.Config, future: Future) -> Any:
         watch.waited_for(time.monotonic() - began)
 
 
+def play_now(config: pytest.Config, job: Callable[[], Any], provider: str) -> Any:
+    """An item's episode played in its own turn (no look-ahead), and its trajectory.
+
+    Where the progress display is a live region (progress.Progress.ticks), the episode plays in a
+    thread of its own while pytest's thread waits for it as for a look-ahead episode (`wait_for`),
+    ticking the display: a long episode no longer leaves the line standing still. That thread only
+    plays the episode: it never writes to the terminal (pytest's thread draws, with capture
+    suspended) and it is done when the item has its trajectory. It is a daemon thread, so an
+    interrupted wait (Ctrl-C) never holds the process up for the rest of its episode. Elsewhere
+    (plain lines, no display, in-process providers) the episode plays right here, as before."""
+    watch = config.stash.get(episode_watch_key, None)
+    if watch is None or provider in INLINE_PROVIDERS or not watch.ticks():
+        return job()
+    future: Future = Future()
+
+    def play() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # noqa: BLE001 (handed to pytest's thread, which raises it)
+                future.set_exception(exc)
+
+    threading.Thread(target=play, name="agentfloor-episode-now", daemon=True).start()
+    return wait_for(config, future)
+
+
 def _xdist_queue(config: pytest.Config) -> tuple[Any, list[Any]] | None:
     """Under xdist: (next index to run, the worker's pending indices), read under the queue's lock."""
     if not hasattr(config, "workerinput"):

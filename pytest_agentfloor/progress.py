@@ -24,14 +24,17 @@ pytest-rich) or running rich's `Live`:
   first erases the region (ESC[J from the cursor, so pytest's text on the line is kept), and the
   region is drawn again at the next event. Nothing half-drawn reaches the scrollback, and the
   region is erased before pytest writes its summary.
-- No thread: the region is drawn from the controller's own hooks (an item starting or reporting),
+- No drawing thread: the region is drawn from the controller's own hooks (an item starting or reporting),
   on the thread pytest writes from, while pytest is not capturing (a thread would draw into a
   test's captured output, and race pytest's writes). Content changes are redrawn at most every
   `interval` seconds (0.25 s by default); a change held back by the interval is kept pending, not
   dropped. A region erased by pytest's own output is put back at the next event, so it is visible
-  while an item runs. While the main thread waits for a pool's episode (prefetch.wait_for) it
-  ticks every 0.1 s, with pytest's capture suspended as for live logging, and draws what is
-  pending. Without a pool (items play in pytest's thread) the line does not tick between events.
+  while an item runs. While the main thread waits for an episode (prefetch.wait_for) it ticks
+  every 0.1 s, with pytest's capture suspended as for live logging: it draws what is pending,
+  and every second the clock's figures (time elapsed, ETA). Without a pool, an item's episode
+  plays in a thread of its own while a live region is shown (prefetch.play_now), so that
+  pytest's thread waits and ticks the same way: that thread only plays, pytest's thread draws,
+  and the region is erased for good before pytest's summary (`finish`, at sessionfinish).
 - Lines are cut to the terminal's width minus one cell (rich's cell widths) with an ellipsis, so they
   never wrap and the cursor movements stay exact; colours follow pytest's own markup decision
   (NO_COLOR, --color). Nothing else is needed from rich: its Live would want all output to go
@@ -57,6 +60,7 @@ _MODEL = re.compile(r"\[v\d+-i\d+-r\d+-(?P<model>.+)\]$")
 _ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 MODES = ("auto", "live", "lines", "off", "color", "plain")
 LIVE_INTERVAL = 0.25  # seconds between redraws of changed content: "a few times per second"
+TICK_S = 1.0  # while the main thread waits for an episode, the clock's figures (elapsed, ETA) are redrawn this often
 #: who hears of each episode of the look-ahead pool (prefetch.py) as it starts and finishes: the
 #: controller's Progress (without xdist the pool's episodes are the controller's own; under xdist
 #: workers have none, and the controller counts reports as before)
@@ -197,7 +201,8 @@ def _count(n: int) -> str:
 def progress_groups(name: str, p: ModelProgress, elapsed: float, eta_s: float | None = None,
                     concurrent: bool = False) -> list[tuple[int, list[tuple[str, str]]]]:
     """The periodic line for one model as (priority, pieces) groups: a narrow terminal drops the
-    lowest priorities first (tokens, then req/s, cost, requests in flight), never the counts or the ETA."""
+    lowest priorities first (the time elapsed, tokens, then req/s, cost, requests in flight), never
+    the counts or the ETA."""
     finished, rate, eta = _numbers(p, elapsed, eta_s)
     return [
         (99, [("agentfloor progress ", "dim"), (name, "bold"), (":", "")]),
@@ -211,6 +216,7 @@ def progress_groups(name: str, p: ModelProgress, elapsed: float, eta_s: float | 
         (3, [(" | ", ""), (cost_text(p), "cyan")]),
         (2, [(f" | {rate:.1f} req/s", "")]),
         (90, [(" | ", ""), (f"ETA {eta}", "bold")]),
+        (0, [(f", {_eta(elapsed)} elapsed", "")]),  # pytest's summary says it too
     ]
 
 
@@ -256,7 +262,8 @@ def progress_parts(name: str, p: ModelProgress, elapsed: float, eta_s: float | N
 def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0, eta_s: float | None = None,
                concurrent: bool = False) -> list[tuple[str, str]]:
     """The live line for one model: shorter than the periodic one, most telling first, since a narrow
-    terminal cuts it from the right (tokens go first, then req/s, cost, ETA). With episodes in flight
+    terminal cuts it from the right (tokens go first, then req/s, cost, the time elapsed, ETA). The
+    time elapsed is what changes while an item runs: the line ticks. With episodes in flight
     (--agentfloor-concurrency) the count is of finished episodes, out of pytest's order, and the
     requests in flight follow it."""
     from rich.cells import cell_len
@@ -271,7 +278,7 @@ def live_parts(name: str, p: ModelProgress, elapsed: float, name_width: int = 0,
         (f"{p.failed} failed", "red" if p.failed else ""), (" ", ""),
         (f"{p.errors} err", "bold red" if p.errors else ""),
         (f" {p.skipped} skipped" if p.skipped else "", "yellow"), (" | ", "dim"),
-        (f"ETA {eta}", "bold"), (" | ", "dim"),
+        (f"ETA {eta}", "bold"), (f", {_eta(elapsed)} elapsed", ""), (" | ", "dim"),
         (cost_text(p), "cyan"), (" | ", "dim"),
         (f"{rate:.1f} req/s", ""), (" | ", "dim"),
         (f"tokens {_count(p.tokens_in)} in {_count(p.tokens_out)} out", ""),
@@ -425,6 +432,7 @@ class Progress:
         self.pending = False  # content changed while redraws were held back by the interval
         self.first_item: float | None = None  # when the first case item started
         self.waited = 0.0  # seconds the main thread spent waiting for the pool's episodes
+        self.ticked = self.started  # when a tick last redrew for the clock's sake
 
     def _model(self, name: str) -> ModelProgress:
         return self.models.setdefault(name, ModelProgress())
@@ -546,15 +554,24 @@ class Progress:
         for name, n in last.items():
             etas[name] = max(etas.get(name, 0.0), n * per_item)
 
+    def ticks(self) -> bool:
+        """Whether an episode played in pytest's own turn should play in a thread of its own, pytest's
+        thread waiting for it and ticking this display (a live region: its clock figures then move
+        while a long episode plays, as they do with the look-ahead pool)."""
+        return self.display == "live" and not self.finished
+
     def tick(self) -> None:
-        """The main thread is waiting for an episode: draw what changed since the last redraw (pytest's
-        capture is suspended for it, as for live logging)."""
+        """The main thread is waiting for an episode: draw what changed since the last redraw, and at
+        least every TICK_S the clock's figures (time elapsed, ETA), so a long episode does not leave
+        the line standing still (pytest's capture is suspended for it, as for live logging)."""
         if self.finished or self.display is None:
             return
         capman = self.config.pluginmanager.getplugin("capturemanager")
         if self.display == "live":
-            if not self.pending:
+            now = self.clock()
+            if not self.pending and now - max(self.last, self.ticked) < TICK_S:
                 return
+            self.ticked = now
             with capman.global_and_fixture_disabled() if capman is not None else _nothing():
                 self.refresh()
         elif self.clock() - self.last >= (self.interval or 0.0):

@@ -71,6 +71,8 @@ class AgentFloorSession:
         self.run: dict[str, Any] | None = None  # session.json, once the session has finished
         self.summary: Any = None
         self.report_error: str | None = None
+        self.exported: list[Path] = []  # files of --agentfloor-routing-out (report.sections exports)
+        self.export_problems: list[str] = []
         self.published: tuple[bool, str | None] | None = None
         self.lock: ReportDirLock | None = None
         self.contexts: dict[str, tuple[int | None, str]] = {}  # model -> context window from the probe
@@ -438,6 +440,8 @@ class AgentFloorSession:
                     write_viewer([state.session_dir / "runs.jsonl"], state.session_dir / VIEWER_FILE)
                 except (ValueError, OSError) as exc:
                     self.report_error = f"could not write {VIEWER_FILE} ({exc}); runs.jsonl is intact"
+        if records:
+            self._write_exports(records)
         try:
             self.published = publish(st.report_dir, self.session_id, bool(run["complete"]))
         except OSError as exc:
@@ -447,6 +451,27 @@ class AgentFloorSession:
             from .reportdir import prune_sessions
 
             self.pruned = prune_sessions(st.report_dir, self.keep_sessions, self.session_id)
+
+    def _write_exports(self, records: list[dict[str, Any]]) -> None:
+        """Files the options ask for outside the report dir (--agentfloor-routing-out), on the controller
+        only and whatever the report mode: a deployment reads them, so each is replaced atomically."""
+        st = self.options
+        options = {**self.section_options(), "run": self.run}
+        if not any(options.get(k) for k in ("routing_out",)):
+            return
+        from .report.files import atomic_write, prepare_records
+        from .report.sections import export_files
+
+        meta = {m.name: m.public() for m in st.models.values()}
+        try:
+            files, self.export_problems = export_files(prepare_records(records)[0], meta, reference=st.reference,
+                                                       options=options)
+            for path, text in files.items():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, text)
+                self.exported.append(path)
+        except (ValueError, OSError) as exc:
+            self.export_problems.append(f"could not write {st.routing_out} ({exc})")
 
     @staticmethod
     def _drop_records(path: Path, keys: set[str]) -> None:
@@ -509,6 +534,10 @@ class AgentFloorSession:
             viewer = self.files_dir() / "viewer.html"
             if self.options.report_mode == "all" and viewer.is_file():
                 tr.write_line(f"agentfloor transcripts: {viewer}")
+        for path in self.exported:
+            tr.write_line(f"agentfloor routing: {path}")
+        for problem in self.export_problems:
+            tr.write_line(f"agentfloor routing: {problem}", red=True, bold=True)
         if self.run is not None and (records or self.published is not None):
             complete = bool(self.run["complete"])
             tr.write_line(f"agentfloor: {self.run_text()}", green=complete, yellow=not complete, bold=not complete)
@@ -520,7 +549,7 @@ class AgentFloorSession:
     def section_options(self) -> dict[str, Any]:
         """Options of the kinds' report sections (report/sections.py)."""
         return {"callsite_weights": self.options.callsite_weights, "callsite_verdict": self.options.callsite_verdict,
-                "margin_pp": self.options.margin_pp}
+                "margin_pp": self.options.margin_pp, "routing_out": self.options.routing_out}
 
     def run_text(self) -> str:
         from .report.files import run_line

@@ -33,7 +33,7 @@ FIGURES = {
     "bench_overhead.py": r"agentfloor \d+\.\d+ ms vs bare pytest \d+\.\d+ ms = \d+\.\d+x",
     "bench_startup.py": r"difference [+-]\d+ ms .*\n.*first item starts after: benchmark run .* median \d+\.\d+ s",
     "bench_throughput.py": r"c4: wall +\d+\.\d+ s",
-    "bench_viewer.py": r"viewer load: median \d+\.\d+ s(.|\n)*first search: median \d+\.\d+ s",
+    "bench_viewer.py": r"at 900 px:\n  viewer load: median \d+\.\d+ s(.|\n)*at 1600 px:(.|\n)*load \+ first search: median \d+\.\d+ s",
 }
 #: these drive headless Chromium (Debian's, through Playwright)
 BROWSER = {"bench_viewer.py"}

@@ -35,7 +35,7 @@ DELAY_LO, DELAY_HI = 0.5, 1.5  # seconds a reply waits: an episode of two turns 
 #: a drawing of the live region: erase below, its lines, the cursor back up
 DRAW = re.compile(rb"\x1b\[J((?:\r?\n\r[^\r\n\x1b]*(?:\x1b\[[0-9;]*m[^\r\n\x1b]*)*)+)\x1b\[(\d+)A")
 LINE = re.compile(r"^fake +(?P<done>\d+)/(?P<total>\d+) \| (?P<flight>\d+) in flight \| (?P<passed>\d+) passed "
-                  r"(?P<failed>\d+) failed (?P<errors>\d+) err \| ETA (?P<eta>\S+) \| (?:\$[\d.]+|cost unknown) \| "
+                  r"(?P<failed>\d+) failed (?P<errors>\d+) err \| ETA (?P<eta>\S+), \S+ elapsed \| (?:\$[\d.]+|cost unknown) \| "
                   r"(?P<rate>[\d.]+) req/s \| tokens \S+ in \S+ out$")
 
 

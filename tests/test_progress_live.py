@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 COLS = 200  # wide enough that no line of pytest's or ours wraps: screens compare line by line
 #: one drawn line of the live region (colours stripped)
 LIVE = re.compile(r"^(?P<model>\S+) +(?P<done>\d+)/(?P<total>\d+) \| (?P<passed>\d+) passed (?P<failed>\d+) failed "
-                  r"(?P<errors>\d+) err \| ETA (?P<eta>\S+) \| (?:\$|cost )(?P<cost>[\d.]+|unknown) \| (?P<rate>[\d.]+) req/s \| "
+                  r"(?P<errors>\d+) err \| ETA (?P<eta>\S+), (?P<elapsed>\S+) elapsed \| (?:\$|cost )(?P<cost>[\d.]+|unknown) \| (?P<rate>[\d.]+) req/s \| "
                   r"tokens (?P<tin>[\d.]+k?) in (?P<tout>[\d.]+k?) out$")
 #: one draw: erase below, the lines, the cursor back up to pytest's line
 DRAW = re.compile(r"\x1b\[J((?:\r?\n\r[^\r\n\x1b]*(?:\x1b\[[0-9;]*m[^\r\n\x1b]*)*)+)\x1b\[(\d+)A")
@@ -258,7 +258,7 @@ def test_live_line_fields_and_truncation() -> None:
     p = ModelProgress(total=10, done=4, passed=3, failed=1, errors=0, tokens_in=12_345, tokens_out=30, requests=8,
                       cost_usd=0.5)
     text = "".join(t for t, _ in live_parts("m", p, elapsed=4.0, name_width=3))
-    assert text == "m    4/10 | 3 passed 1 failed 0 err | ETA 0m06s | $0.5000 | 2.0 req/s | tokens 12.3k in 30 out"
+    assert text == "m    4/10 | 3 passed 1 failed 0 err | ETA 0m06s, 0m04s elapsed | $0.5000 | 2.0 req/s | tokens 12.3k in 30 out"
     assert LIVE.match(text)
     coloured = render_live(live_parts("m", p, 4.0), 200, color=True)
     assert SGR.search(coloured) and SGR.sub("", coloured) == text.replace("m  ", "m", 1)

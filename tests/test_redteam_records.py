@@ -16,6 +16,7 @@ import pytest
 
 from pytest_agentfloor.plan import CostMeter
 from tests.fakeserver import FakeModelServer, reply
+from tests.readback import readable
 
 REPO = Path(__file__).resolve().parents[1]
 NO_REPORT = ["-p", "no:cacheprovider", "--agentfloor-report", "none"]
@@ -112,8 +113,8 @@ def test_a_lone_surrogate_reaches_every_report_escaped(pytester: pytest.Pytester
                                 "--no-probe", "-p", "no:cacheprovider")
     assert result.ret in (0, 1) and "Traceback" not in result.stdout.str()
     (session,) = (pytester.path / "reports" / "sessions").iterdir()
-    viewer = (session / "viewer.html").read_text(encoding="utf-8")
-    assert "\\ud800" in viewer
+    viewer = readable(session / "viewer.html")
+    assert "340 \ufffd" in viewer  # the packed text holds it as bytes the page shows as U+FFFD
     for name in ("report.md", "report.html", "summary.json"):
         (session / name).read_text(encoding="utf-8")  # strict UTF-8: each file is readable
     runs_file = session / "runs.jsonl"
@@ -123,7 +124,7 @@ def test_a_lone_surrogate_reaches_every_report_escaped(pytester: pytest.Pytester
     out.mkdir()
     assert cli(["report", str(runs_file), "--out", str(out), "--n-boot", "200"]) == 0
     assert cli(["view", str(runs_file), "--out", str(out / "v.html")]) == 0
-    assert "\\ud800" in (out / "v.html").read_text(encoding="utf-8")
+    assert "340 \ufffd" in readable(out / "v.html")
     assert cli(["compare", str(runs_file), str(runs_file), "--viewer", str(out / "c.html"),
                 "--n-boot", "200"]) in (0, 1)
     (out / "c.html").read_text(encoding="utf-8")

@@ -19,6 +19,7 @@ import pytest
 
 from pytest_agentfloor.masking import MIN_SECRET, mask, model_secrets
 from tests.fakeserver import FakeModelServer, Reply, raw_tool_call, reply
+from tests.readback import readable
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-proj-SecretKeyAbcdefGhij"
@@ -56,7 +57,7 @@ def server() -> Iterator[FakeModelServer]:
 def written(root: Path) -> dict[str, str]:
     """Every file the session wrote: the report dir (runs.jsonl, reports, viewer.html) and the JUnit XML."""
     files = [p for p in (root / "reports").rglob("*") if p.is_file()] + [root / "junit.xml"]
-    return {str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="replace") for p in files}
+    return {str(p.relative_to(root)): readable(p) for p in files}
 
 
 def session(pytester: pytest.Pytester, server: FakeModelServer, *, secret: bool) -> tuple[str, dict[str, str],

@@ -217,6 +217,17 @@ class Provenance(_Strict):
     _params = field_validator("params", mode="before")(classmethod(lambda cls, v: _json_text(v)))
 
 
+class JudgeLabel(_Strict):
+    """A judge model's pre-label of a captured reference (``capture review --agentfloor-judge``): advice to the
+    reviewer, never a review; the case stays provisional until a person accepts or edits it."""
+
+    verdict: Literal["pass", "fail"] = Field(description="the judge's verdict on the production reply")
+    reason: str
+    judge: str = Field(description="the judge model's name in models.toml")
+    fingerprint: str = Field(description="the judge configuration's public fingerprint (judge/client.py)")
+    prompt: str = Field(description="the versions of the judge prompt and of the pre-label framing")
+
+
 class SiteCase(_Strict):
     """One case of a site table; exactly the gold field of the table's grader is set."""
 
@@ -236,6 +247,8 @@ class SiteCase(_Strict):
         None, description="a captured reference's review state; provisional: the production reply, unreviewed "
         "(not counted in the statistics); dropped: never collected")
     provenance: Provenance | None = None
+    judge: JudgeLabel | None = Field(None, description="captured: a judge model's pre-label of the production "
+                                     "reply (capture review --agentfloor-judge); never counted as a review")
 
     _messages = field_validator("messages", mode="before")(classmethod(lambda cls, v: _json_text(v)))
 

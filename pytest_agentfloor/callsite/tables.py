@@ -174,11 +174,12 @@ def scatter_svg(s: CallSiteSummary) -> str:
 
 def section() -> ReportSection:
     """The call-site section: statistics from the call-site records, these tables and the scatter."""
-    from . import stats
+    from . import routing, stats
 
     return ReportSection("callsite", "Call sites", lambda recs, meta, reference, alpha, options:
                          stats.summarise(recs, meta, reference=reference, alpha=alpha,
                                          weights=options.get("callsite_weights"),
                                          verdict=options.get("callsite_verdict") or "raw",
                                          margin_pp=float(options.get("margin_pp", 10.0))),
-                         tables, scatter_svg, TERMINAL_OPTIONAL, frozenset({"callsite_groups"}))
+                         tables, scatter_svg, TERMINAL_OPTIONAL, frozenset({"callsite_groups"}),
+                         export=routing.export, export_option="routing_out")

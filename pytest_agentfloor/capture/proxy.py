@@ -64,8 +64,8 @@ class CaptureProxy:
         self._count_lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
 
-    def record(self, rec: dict[str, Any], secrets: list[str]) -> None:
-        self.store.append(self.redactor.apply(rec, secrets))
+    def record(self, rec: dict[str, Any], secrets: list[str], done: frozenset[str] = frozenset()) -> None:
+        self.store.append(self.redactor.apply(rec, secrets, done=done))
         with self._count_lock:
             self.captured += 1
 
@@ -150,6 +150,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
                start: float) -> None:
         proxy = self.proxy
         written = False
+        redacted: frozenset[str] = frozenset()
         chunks: list[bytes] = []
         status, ctype, encoding, ttfb = 0, None, None, None
         error: str | None = None
@@ -166,13 +167,24 @@ class ProxyHandler(BaseHTTPRequestHandler):
                         "latency_s": round(time.perf_counter() - start, 6),
                         "ttfb_s": None if ttfb is None else round(ttfb, 6)})
             try:
-                proxy.record(rec, secrets)
+                proxy.record(rec, secrets, redacted)
             except Exception as exc:  # a capture failure must never break the agent's call
                 print(f"agentfloor capture: could not store a capture: {type(exc).__name__}: {exc}",
                       file=sys.stderr, flush=True)
 
+        def while_upstream_works() -> None:
+            """The request's part of the record is redacted while the upstream computes its reply, off the
+            path of the reply's last bytes (the record must be written before they reach the agent)."""
+            nonlocal redacted
+            if rec is not None and not redacted:
+                try:
+                    rec["request"] = proxy.redactor.part(rec["request"], secrets)
+                    redacted = frozenset({"request"})
+                except Exception:  # left to finish(), which reports a failure
+                    pass
+
         try:
-            resp = proxy.client.send(*request)
+            resp = proxy.client.send(*request, sent=while_upstream_works)
         except UpstreamError as exc:
             status = 504 if exc.timeout else 502
             error = f"upstream {proxy.upstream}: {exc}"

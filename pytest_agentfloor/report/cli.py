@@ -49,6 +49,9 @@ def parser() -> argparse.ArgumentParser:
                    help="lower end of the 95%% CI (default) or the one-sided 95%% bound (90%% CI)")
     p.add_argument("--infra-threshold", type=number_in(0.0, 1.0), default=0.05, metavar="SHARE",
                    help="infra-error share above which a model is flagged unreliable in a tier (default 0.05)")
+    p.add_argument("--routing-out", type=Path, default=None, metavar="PATH",
+                   help="write the call-site routing chosen against --reference to this JSON file, and a LiteLLM "
+                   "proxy config beside it (<stem>.litellm.yaml), as --agentfloor-routing-out does")
     p.add_argument("--print", dest="print_tables", action="store_true", help="also print the terminal tables")
     return p
 
@@ -107,6 +110,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: unknown reference model {args.reference!r}; models in the runs: "
               f"{', '.join(models)}", file=sys.stderr)
         return 2
+    if args.routing_out is not None and args.reference is None:
+        print(f"{prog}: error: --routing-out needs --reference MODEL (the production model)", file=sys.stderr)
+        return 2
+    if args.routing_out is not None and args.routing_out.is_dir():
+        print(f"{prog}: error: --routing-out {args.routing_out}: is a directory; give a file name, e.g. routing.json",
+              file=sys.stderr)
+        return 2
     from ..callsite.stats import parse_weights
 
     try:
@@ -153,7 +163,31 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(escape_surrogates(section_text(sections, width=width, markup=sys.stdout.isatty())))
     print(f"{prog}: {len(prepare_records(records)[0])} records, {len(models)} model(s); wrote "
           f"{', '.join(REPORT_FILES)}, {VIEWER_FILE} to {out}")
+    if args.routing_out is not None:
+        return _routing(prog, records, meta, args, {**section_options, "routing_out": args.routing_out,
+                                                    "run": _run_of(args.runs)})
     return 0
+
+
+def _routing(prog: str, records: list[dict], meta: dict[str, Any], args: Any, options: dict[str, Any]) -> int:
+    from .files import atomic_write
+    from .sections import export_files
+
+    # the deployment needs each model's endpoint (model id, base_url, key variable): the records' own config
+    configs = {str(r["model"]): dict(r["config"]) for r in records if isinstance(r.get("config"), dict) and "model" in r}
+    meta = {m: {**configs.get(m, {}), **view} for m, view in meta.items()}
+    files, problems = export_files(prepare_records(records)[0], meta, reference=args.reference, options=options)
+    for problem in problems:
+        print(f"{prog}: error: {problem}", file=sys.stderr)
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+            print(f"{prog}: wrote {path}")
+    except OSError as exc:
+        print(f"{prog}: error: cannot write {args.routing_out} ({exc})", file=sys.stderr)
+        return 2
+    return 1 if problems else 0
 
 
 def _run_of(runs: list[Path]) -> dict[str, Any] | None:

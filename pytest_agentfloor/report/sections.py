@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .format import TextTable
@@ -27,6 +28,10 @@ class ReportSection:
     #: table key -> columns the terminal may drop, in order, to fit its width
     optional: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     files_only: frozenset[str] = frozenset()  # table keys too long for the terminal (report files show them)
+    #: files written on request, outside the report dir: (statistic, models meta, options) -> {path: text};
+    #: ValueError says why none can be written. Asked only when options[export_option] is set
+    export: Callable[[Any, Mapping[str, Mapping[str, Any]], Mapping[str, Any]], dict[Path, str]] | None = None
+    export_option: str = ""
 
 
 SECTIONS: dict[str, ReportSection] = {}
@@ -64,6 +69,33 @@ def compute_sections(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Ma
         if value is not None:
             out[key] = value
     return out
+
+
+def export_files(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Mapping[str, Any]] | None, *,
+                 reference: str | None = None, alpha: float = 0.05,
+                 options: Mapping[str, Any] | None = None) -> tuple[dict[Path, str], list[str]]:
+    """({path: text} of the exports the options ask for, why any asked for cannot be written).
+
+    Computed apart from the report files, so an export is written whatever the report mode."""
+    _builtin()
+    opts = dict(options or {})
+    wanted = [s for s in SECTIONS.values() if s.export is not None and s.export_option and opts.get(s.export_option)]
+    if not wanted:
+        return {}, []
+    recs = list(records)
+    files: dict[Path, str] = {}
+    problems: list[str] = []
+    for section in wanted:
+        assert section.export is not None
+        value = section.compute(recs, meta or {}, reference, alpha, opts)
+        if value is None:
+            problems.append(f"{opts[section.export_option]} not written: no {section.title.lower()} records")
+            continue
+        try:
+            files.update(section.export(value, meta or {}, opts))
+        except ValueError as exc:
+            problems.append(str(exc))
+    return files, problems
 
 
 def section_tables(sections: Mapping[str, Any]) -> list[tuple[ReportSection, list[TextTable]]]:

@@ -87,7 +87,7 @@ def test_review_sheet_round_trip_and_its_errors(folder: Path, capsys: pytest.Cap
     assert review_main([str(folder), "--export", str(sheet)]) == 0
     rows = list(csv.DictReader(sheet.open()))
     assert len(rows) == 10 and set(rows[0]) == {"file", "id", "site", "calls", "review", "decision", "prompt",
-                                                 "reference"}
+                                                 "reference", "judge", "judge_reason"}
     router = [r for r in rows if r["file"] == "router.toml"]
     router[0]["decision"] = "accept"
     router[1]["decision"], router[1]["reference"] = "edit", "weather"
@@ -130,3 +130,77 @@ def test_only_reviewed_references_count_and_dropped_cases_are_not_collected(
     assert cs["weights_from"] == "captured call mix" and cs["site_calls"] == {"router": 5, "weather": 8}
     assert cs["weights"] == pytest.approx({"router": 5 / 13, "weather": 8 / 13}, abs=1e-6)
     result.stdout.fnmatch_lines(["*2 captured case(s) are provisional*not counted*"])
+
+
+def judge_models(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "models.toml"
+    path.write_text(f'[models.judge]\nprovider = "openai"\nmodel = "judge-x"\nbase_url = "{url}/v1"\n')
+    return path
+
+
+def verdicts(body: dict) -> object:
+    """A loopback judge: fails the production reply 'It is snow there.', passes every other."""
+    from tests.fakeserver import reply
+
+    answer = body["messages"][-1]["content"].split("ANSWER TO CHECK:")[1]
+    if "It is snow there." in answer:
+        return reply(json.dumps({"reason": "Oslo's report says snow, the reply should say it snows.",
+                                 "verdict": "fail"}))
+    return reply(json.dumps({"reason": "It answers the turn as the system prompt asks.", "verdict": "pass"}))
+
+
+def test_a_judge_pre_labels_provisional_references_without_reviewing_them(
+        folder: Path, tmp_path: Path, pytester: pytest.Pytester) -> None:
+    from tests.fakeserver import FakeModelServer
+
+    with FakeModelServer(verdicts) as judge:
+        args = ["--agentfloor-judge", "judge", "--models-file", str(judge_models(tmp_path, judge.url)),
+                "--report-dir", str(tmp_path / "reports")]
+        out = io.StringIO()
+        assert review_main([str(folder), *args, "--list"], out=out) == 0
+        asked = len(judge.requests)
+        assert asked == 10
+        text = out.getvalue()
+        assert "judge judge: 9 pass, 1 fail (pre-labels only: these cases stay provisional until reviewed)" in text
+        assert "4 provisional, 0 accepted, 0 edited, 0 dropped (of the provisional, the judge passed 4, failed 0)" in text
+        # what the judge saw: the call's system prompt, its tools, the conversation, and the production reply
+        seen = judge.requests[-1]["messages"][-1]["content"]
+        assert "was given these instructions:" in seen and "The conversation it answered:" in seen
+        snow = next(c for c in table(folder / "weather.toml")["case"] if c["reference"] == "It is snow there.")
+        assert snow["review"] == "provisional"
+        assert snow["judge"] == {"verdict": "fail", "reason": "Oslo's report says snow, the reply should say it snows.",
+                                 "judge": "judge", "fingerprint": snow["judge"]["fingerprint"],
+                                 "prompt": "judge-v1+prelabel-v1"}
+        # a second pre-label asks nothing: each case is labelled already by this judge
+        out = io.StringIO()
+        assert review_main([str(folder), *args, "--list"], out=out) == 0
+        assert len(judge.requests) == asked and "10 already labelled" in out.getvalue()
+    # the reviewer sees the judge's failures first, marked as the judge's
+    out = io.StringIO()
+    assert review_main([str(folder)], ask=feed("s"), out=out) == 0
+    first = out.getvalue().split("\n[")[1]
+    assert first.startswith("weather]") and "judge judge (a pre-label, not a review): FAIL: Oslo" in first
+    sheet = tmp_path / "sheet.csv"
+    assert review_main([str(folder), "--export", str(sheet)]) == 0
+    rows = list(csv.DictReader(sheet.open()))
+    assert sorted(r["judge"] for r in rows) == ["fail"] + ["pass"] * 9
+    # judged is not reviewed: the statistics still count none of them
+    shutil.copytree(folder, pytester.path / "cases" / "captured")
+    result = pytester.runpytest("cases/captured", "--model", "oracle", "-p", "no:randomly")
+    result.assert_outcomes(passed=10)
+    assert json.loads((pytester.path / "reports" / "summary.json").read_text())["callsite"]["provisional"] == 10
+
+
+def test_a_judge_that_cannot_label_says_so_and_labels_nothing(folder: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fakeserver import FakeModelServer, reply
+
+    with FakeModelServer(lambda body: reply("looks fine to me")) as judge:
+        models = judge_models(tmp_path, judge.url)
+        args = ["--agentfloor-judge", "judge", "--models-file", str(models), "--report-dir", str(tmp_path / "r")]
+        assert review_main([str(folder), *args, "--list"]) == 1
+    text = capsys.readouterr().out
+    assert "10 could not be labelled (first: router.toml router-" in text and "unparseable reply" in text
+    assert not any("judge" in c for c in table(folder / "router.toml")["case"])
+    assert review_main([str(folder), "--agentfloor-judge", "nosuch", "--models-file", str(models), "--list"]) == 2
+    assert "--agentfloor-judge: unknown model 'nosuch'" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from pytest_agentfloor.providers.ollama_chat import OllamaProvider
 from pytest_agentfloor.providers.openai_chat import OpenAIProvider
 from pytest_agentfloor.suite.loader import load_case, resolve
 from tests.fakeserver import FakeModelServer, raw, reply, stall, status, trickle
+from tests.readback import readable
 
 REPO = Path(__file__).resolve().parents[2]
 B1 = REPO / "cases" / "tier_B" / "B1.toml"
@@ -127,7 +128,7 @@ def test_empty_body_through_the_plugin_leaves_a_record_and_no_traceback(pytester
     assert rec["infra_error"] and rec["termination"] == "provider_error"
     # item 3: the password is nowhere a user or a tool could read it
     stored = [p for p in pytester.path.rglob("*") if p.is_file() and p.name != "models.toml"]
-    assert stored and not [p for p in stored if PASSWORD.encode() in p.read_bytes()]
+    assert stored and not [p for p in stored if PASSWORD in readable(p)]
     assert PASSWORD not in out
 
 

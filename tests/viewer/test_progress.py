@@ -15,7 +15,7 @@ from tests.viewer.conftest import REPO
 # drops those first rather than wrap) and once there is something to show
 LINE = re.compile(r"^agentfloor progress (?P<model>\S+): (?P<done>\d+)/(?P<total>\d+) done, (?P<passed>\d+) passed, "
                   r"(?P<failed>\d+) failed, (?P<errors>\d+) errors(?: \| tokens [\d,]+ in / [\d,]+ out)?"
-                  r"(?: \| (?:\$[\d.]+|cost unknown))?(?: \| [\d.]+ req/s)?(?: \| ETA \S+)?$")
+                  r"(?: \| (?:\$[\d.]+|cost unknown))?(?: \| [\d.]+ req/s)?(?: \| ETA \S+)?(?:, \S+ elapsed)?$")
 
 
 @pytest.fixture

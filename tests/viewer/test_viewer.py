@@ -3,6 +3,8 @@ page itself in headless Chromium (open, filter, open a transcript, hostile text 
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 import subprocess
@@ -108,8 +110,13 @@ def _hostile_file(stored: Path, tmp_path: Path) -> Path:
 
 def test_model_text_cannot_break_out_of_the_data_block(stored: Path, tmp_path: Path) -> None:
     page = render_viewer([("s", read_records(_hostile_file(stored, tmp_path))[0])])
-    body = page.split('<script type="application/json" id="af-runs">', 1)[1].split("</script>", 1)[0]
-    assert "<" not in body and "owned" in body  # held as \u003c escapes inside the JSON
+    index = page.split('<script type="application/json" id="af-index">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in index  # JSON with every < as \u003c
+    blocks = re.findall(r'<script type="application/gzip" id="(af-[a-z]+)">([^<]*)</script>', page)
+    assert [name for name, _ in blocks] == ["af-text", "af-post", "af-runs"]
+    assert all(re.fullmatch(r"[A-Za-z0-9+/=]+", body) for _, body in blocks)  # base64: no <, &, quote or space
+    text = gzip.decompress(base64.b64decode(blocks[0][1])).decode()
+    assert HOSTILE in text.split("\0")  # the model's text itself, stored once, shown through textContent
 
 
 @pytest.mark.slow
@@ -264,3 +271,35 @@ def test_paired_link_opens_pairs_side_by_side(stored: Path, tmp_path: Path) -> N
             assert "First divergence" in page.inner_text("#detail") or "prompts differ" in page.inner_text("#detail")
         finally:
             browser.close()
+
+
+def test_packed_blocks_round_trip() -> None:
+    """What viewer.js reads back: the index's text columns as positions in their value lists, the strings
+    NUL-separated (a NUL inside one shown as U+2400), each run's string ids, one JSON line per run."""
+    from array import array
+
+    from pytest_agentfloor.report.viewer import pack_index, strings_of, transcript_blocks
+    from tests.viewer import bigfile
+
+    records = list(bigfile.records(("m00",)))[:40]
+    records[3]["trajectory"]["turns"][0]["content"] = "a\0b <é> \ud800"  # a NUL and a lone surrogate
+    index, transcripts = build_data([("s", records)])
+    packed = pack_index(index)
+    columns = index["columns"]
+    for row, coded in zip(index["rows"], packed["rows"]):
+        assert [packed["dicts"][c][v] if c in packed["dicts"] and v is not None else v
+                for c, v in zip(columns, coded)] == row
+    assert "run" not in packed["dicts"] and "model" in packed["dicts"] and packed["nstrings"] == len(transcripts["strings"])
+    blocks = {k: gzip.decompress(base64.b64decode(v)) for k, v in transcript_blocks(transcripts).items()}
+    text = blocks["af-text"].decode("utf-8", "replace").split("\0")
+    assert len(text) == len(transcripts["strings"]) and "a\u2400b <é> \ufffd\ufffd\ufffd" in text
+    post = array("I", blocks["af-post"])
+    if sys.byteorder == "big":
+        post.byteswap()
+    off, ids = post[:len(records) + 1], post[len(records) + 1:]
+    runs = blocks["af-runs"].decode("ascii").split("\n")
+    assert len(runs) == len(records) and off[-1] == len(ids)
+    for n, line in enumerate(runs):
+        detail = json.loads(line)
+        assert detail == transcripts["runs"][n] and list(ids[off[n]:off[n + 1]]) == strings_of(detail)
+    assert render_viewer([("s", records)]) == render_viewer([("s", records)])  # no timestamp in the gzip

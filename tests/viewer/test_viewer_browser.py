@@ -234,3 +234,26 @@ def test_layout_headline_column_and_unknown_cost(page, big: Path) -> None:  # no
     detail = page.inner_text("#detail")
     assert "cost unknown" in detail and "$null" not in detail and "null" not in detail.split("transcript")[0]
     page.screenshot(path=str(big / f"layout-{page.width}.png"))
+
+
+def test_a_link_with_a_search_and_a_run_opens_both_and_the_list_grows_as_it_scrolls(page, big: Path) -> None:  # noqa: ANN001
+    """The transcripts are inflated after the list is painted: a link that needs them at once (a search,
+    an open run) waits for them; the list draws its first rows, then more as it is scrolled."""
+    _open(page, big, f"#q={NEEDLE[:10]}&run={ref(NEEDLE_RUN, 'sweep')}")
+    assert page.inner_text("#count").startswith("1 of 12750")
+    assert page.locator("#detail mark").count() == 1 and "1 match of" in page.inner_text("#detail .found")
+    _open(page, big)
+    rows = page.locator("#list tbody tr")
+    first = rows.count()
+    assert 30 <= first < 12750 and "not shown" in page.inner_text("#list button.more")
+    for _ in range(3):
+        page.locator("#list").evaluate("e => e.scrollTop = e.scrollHeight")
+        _expect()(rows).not_to_have_count(first)
+        first = rows.count()
+    page.locator("#list button.more").click()  # or asked for
+    _expect()(rows).not_to_have_count(first)
+    # the cursor walks past the drawn rows: they are drawn as it goes
+    _open(page, big, "#model=m07")
+    for _ in range(70):
+        page.keyboard.press("j")
+    assert page.locator("#list tbody tr.cur").get_attribute("data-n") == "69"
