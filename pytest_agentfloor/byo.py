@@ -85,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         target = ns.models_file if ns.models_file is not None else Path(tmp) / "models.toml"
         target.write_text(text, encoding="utf-8")
         cases = ns.cases or ["cases/callsite"]
-        # a pytest process of its own: the plugin is loaded (and its asserts rewritten) as in any run
+        # a pytest process of its own: the plugin is loaded (and its asserts rewritten) as in any run; the
+        # models file as one `--opt=value` word, which pytest never takes for a path: a separate word made the
+        # temporary directory count towards the rootdir, and reports/ landed in their common ancestor (/tmp)
         return subprocess.call([sys.executable, "-m", "pytest", *cases, "--model", ",".join(names.values()),
-                                "--agentfloor-models-file", str(target.resolve()), *extra])
+                                f"--agentfloor-models-file={target.resolve()}", *extra])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -131,14 +131,15 @@ def _pct(x: float | None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .report.args import OneLineParser as _Parser, whole_number
+    from .report.args import MAX_BOOT, number_in, whole_number
+    from .report.args import OneLineParser as _Parser
 
     p = _Parser(prog="python -m pytest_agentfloor compare",
                 description="Compare stored runs: paired differences, changed items and the gate verdict. "
                             "The first file is the baseline. Exit status: 0 gate passed (or no gate), "
                             "1 gate failed, 2 unusable input, 75 no verdict (infrastructure errors).")
     p.add_argument("runs", type=Path, nargs="+", help="runs.jsonl files; the first is the baseline")
-    p.add_argument("--gate-margin", type=float, default=10.0, metavar="PP",
+    p.add_argument("--gate-margin", type=number_in(0.0, 100.0), default=10.0, metavar="PP",
                    help="non-inferiority margin in percentage points (default 10, as --gate-margin)")
     p.add_argument("--gate-tiers", default="", metavar="LIST", help="tiers the gate checks (default: all present)")
     p.add_argument("--gate-floor", action="append", default=[], metavar="TIER>=X",
@@ -149,7 +150,7 @@ def parser() -> argparse.ArgumentParser:
                    help="raise the pairs a gated tier needs before it can pass (as --gate-min-pairs)")
     p.add_argument("--gate-baseline-model", default=None, metavar="NAME",
                    help="the baseline model when the first file holds several")
-    p.add_argument("--n-boot", type=whole_number(1), default=10_000, metavar="N",
+    p.add_argument("--n-boot", type=whole_number(1, MAX_BOOT), default=10_000, metavar="N",
                    help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=42, metavar="S", help="bootstrap seed (default 42)")
     p.add_argument("--changed", type=whole_number(0), default=20, metavar="N",

@@ -23,6 +23,8 @@ else:  # pragma: no cover
 
 ProviderName = Literal["scripted", "openai", "ollama", "local", "replay", "recorded"]
 MAX_SLOTS = 64  # llama-server slots: each holds a whole episode's context in memory
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a request bound longer than a week is a typo (and overflows thread waits)
+MIN_RPM = 0.01  # slower than one request in 100 minutes is a typo: the spacing wait would never end
 MAX_THREADS = 256
 
 SCRIPTED_POLICIES: tuple[str, ...] = (
@@ -52,12 +54,17 @@ def _no_bool_for_number(cls: type[BaseModel], value: Any, info: Any) -> Any:
     return value
 
 
+#: the largest price per field: far above any real one (per hour of hardware, per million tokens), low enough
+#: that no cost a run can accrue overflows (an absurd price is a typo, not a tariff)
+MAX_PRICE_USD = 1e6
+
+
 class Pricing(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    hourly_usd: float | None = Field(None, ge=0, description="amortised hardware cost per hour the model is busy "
-                                     "serving requests (see docs/reports.md)")
-    input_per_mtok: float | None = Field(None, ge=0)
-    output_per_mtok: float | None = Field(None, ge=0)
+    hourly_usd: float | None = Field(None, ge=0, le=MAX_PRICE_USD, description="amortised hardware cost per hour "
+                                     "the model is busy serving requests (see docs/reports.md)")
+    input_per_mtok: float | None = Field(None, ge=0, le=MAX_PRICE_USD)
+    output_per_mtok: float | None = Field(None, ge=0, le=MAX_PRICE_USD)
 
     _numbers = field_validator("*", mode="before")(classmethod(_no_bool_for_number))
 
@@ -98,7 +105,7 @@ class ModelConfig(BaseModel):
         None, description="the API root; a list of several is an endpoint pool: replicas of the same model "
         "(openai and ollama), see docs/scaling.md")
     api_key_env: str | None = Field(None, description="NAME of the environment variable holding the key")
-    temperature: float = 0.0
+    temperature: float = Field(0.0, ge=0, le=100, description="sampling temperature (no server takes a negative one)")
     seed: int | None = None
     think: bool | None = Field(None, description="Ollama's reasoning switch (sent as `think` when set)")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
@@ -108,10 +115,12 @@ class ModelConfig(BaseModel):
                                        "None: Ollama asks the server and sizes it, others leave it to the server")
     context_window_max: int | None = Field(None, gt=0, description="upper bound of an automatically sized "
                                            "Ollama context window (server memory grows with it)")
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, description="hard wall-clock bound per request, "
+                             "in seconds (at most a week, as --episode-timeout)")
     max_connections: int | None = Field(None, gt=0, description="requests this process sends the endpoint at once "
                                         "(all episodes share it; None: no limit beyond --concurrency)")
-    rpm: float | None = Field(None, gt=0, description="requests per minute this process sends the endpoint at most")
+    rpm: float | None = Field(None, ge=MIN_RPM, description="requests per minute this process sends the endpoint "
+                              "at most (at least one request in 100 minutes)")
     slots: int | None = Field(None, gt=0, le=MAX_SLOTS, description="embedded server only: llama-server "
                               "--parallel, the episodes it serves at once (each slot gets the full context)")
     threads: int | None = Field(None, gt=0, le=MAX_THREADS, description="embedded server only: llama-server "
@@ -279,12 +288,13 @@ def is_hosted(public: Any) -> bool:
 def _check_url(url: str, where: str = "") -> None:
     """An http(s) URL with a host (and a valid port): a garbage base_url is an error at load, not 30
     infrastructure errors later. The message shows the URL redacted (it may embed a key)."""
+    import unicodedata
     from urllib.parse import urlsplit
 
     from .render import safe_text
 
     shown = safe_text(redact_url(url), multiline=False)
-    if url != url.strip() or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+    if url != url.strip() or any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in url):
         raise ValueError(f"{where}{shown!r} holds whitespace or control characters; expected e.g. http://host:port/v1")
     try:
         parts = urlsplit(url)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import ModelConfig, key_base_url, redact_url
+from .masking import mask
 from .providers.base import Provider, ProviderError, Reply, ToolCallOut
 from .providers.endpoints import note_served, served_endpoint
 from .results import MAX_LINE_NOTES, OPTIONAL_PROPERTY_FIELDS, PROPERTY_FIELDS, RunLog, _line_problem, read_records
@@ -53,7 +54,7 @@ def _item(case: "KindCase | None", run: int | None) -> tuple[str, str, str, int 
 
 #: the stored reply's fields, from the Reply dataclass itself (new fields need no change here)
 _REPLY_FIELDS = {f.name for f in dataclasses.fields(Reply)}
-_TEXT_FIELDS = {"content": True, "finish_reason": False}  # name -> may be null
+_TEXT_FIELDS = {"content": True, "finish_reason": False, "refusal": True}  # name -> may be null
 
 
 def _reply_from(data: Any) -> Reply:
@@ -70,6 +71,10 @@ def _reply_from(data: Any) -> Reply:
         raise ValueError("'reply.tool_calls' must be a list of {id, name, arguments} strings")
     for name, value in data.items():
         if name == "tool_calls":
+            continue
+        if name == "usage_invalid":
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise ValueError("'reply.usage_invalid' must be a list of field names")
             continue
         if name in _TEXT_FIELDS:
             if not (isinstance(value, str) or (value is None and _TEXT_FIELDS[name])):
@@ -90,6 +95,8 @@ def read_cassette(path: Path, endpoints: dict[str, str] | None = None) -> tuple[
     problems: list[str] = []
     if not path.exists():
         return index, problems
+    if not path.is_file():  # a device reads without end (/dev/zero), a FIFO blocks: neither is a record file
+        return index, [f"{path}: not a regular file, not read"]
     bad = 0
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, 1):
@@ -116,8 +123,11 @@ def read_cassette(path: Path, endpoints: dict[str, str] | None = None) -> tuple[
 class CassetteStore:
     """An append-only JSONL of (key, reply) pairs, shared by xdist workers through flock."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, secrets: tuple[str, ...] = ()):
         self.path = path
+        #: the session's keys and passwords (masking.py): masked in what is stored, and in the requests a
+        #: key is computed from, so a recorded reply that echoed one replays under the same key
+        self.secrets = secrets
         self._log = RunLog(path)
         self._index: dict[str, Reply] | None = None
         self._endpoints: dict[str, str] = {}
@@ -142,10 +152,15 @@ class CassetteStore:
         if item is not None:
             entry.update(task=item[0], variant=item[1], instance=item[2], run=item[3], turn=turn)
         data = asdict(reply)
-        for optional in ("cost_usd", "refusal"):  # set only for recorded outputs / server refusals:
-            if data.get(optional) is None:  # cassettes keep their earlier form otherwise
+        for optional in ("cost_usd", "refusal", "usage_invalid"):  # set only for recorded outputs / server
+            if not data.get(optional):  # refusals / wrong usage: cassettes keep their earlier form otherwise
                 data.pop(optional, None)
-        self._log.append({**entry, "reply": data})
+        self._log.append(mask({**entry, "reply": data}, self.secrets))
+
+    def key(self, config: ModelConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+            item: tuple[str, str, str, int | None] | None) -> str:
+        """request_key over the messages as stored (secrets masked): recording and replay agree."""
+        return request_key(config, mask(messages, self.secrets) if self.secrets else messages, tools, item)
 
     def close(self) -> None:
         self._log.close()
@@ -179,7 +194,7 @@ class RecordingProvider:
         reply = self.inner.complete(messages, tools, case=case)
         item = _item(case, run)
         turn = sum(1 for m in messages if m.get("role") == "assistant")
-        self.store.add(request_key(self.config, messages, tools, item), reply, self.config.name, item, turn,
+        self.store.add(self.store.key(self.config, messages, tools, item), reply, self.config.name, item, turn,
                        endpoint=served_endpoint())
         return reply
 
@@ -198,7 +213,7 @@ class ReplayProvider:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "KindCase | None", run: int | None = None) -> Reply:
-        key = request_key(self.config, messages, tools, _item(case, run))
+        key = self.store.key(self.config, messages, tools, _item(case, run))
         reply = self.store.lookup(key)
         if reply is None:
             turn = sum(1 for m in messages if m.get("role") == "assistant")

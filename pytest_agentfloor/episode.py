@@ -26,7 +26,7 @@ from .providers.base import ContextLimitError, MalformedReply, Provider, Provide
 from .providers.endpoints import EpisodeNet, episode_net
 from .sandbox import HostileArguments, Sandbox, menu, parse_arguments
 from .suite.schema import TOOL_NAMES, ResolvedCase
-from .trajectory import MAX_CALLS_PER_TURN, Termination, ToolCall, Trajectory, Turn
+from .trajectory import MAX_CALLS_PER_TURN, Termination, ToolCall, Trajectory, Turn, plausible_tokens
 
 SYSTEM_PROMPTS: dict[str, str] = {
     "default": (
@@ -229,7 +229,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
             traj.turns.append(Turn(index=index, content=reply.content, finish_reason="malformed",
                                    tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
                                    busy_s=reply.busy_s, endpoint=net.endpoint,
-                                   calls_rejected=len(reply.tool_calls)))
+                                   calls_rejected=len(reply.tool_calls), usage_invalid=list(reply.usage_invalid)))
             termination = "malformed_call"
             traj.error = (f"turn {index}: {len(reply.tool_calls):,} tool calls in one reply; at most "
                           f"{MAX_CALLS_PER_TURN} are read (the turn is a malformed call)")
@@ -238,9 +238,12 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
         turn = Turn(index=index, content=reply.content, finish_reason=reply.finish_reason,
                     tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=reply.latency_s,
                     busy_s=reply.busy_s, reasoning_tokens=reply.reasoning_tokens,
-                    menu_size=len(tools) if pc is not None else None, endpoint=net.endpoint, refusal=reply.refusal)
+                    menu_size=len(tools) if pc is not None else None, endpoint=net.endpoint, refusal=reply.refusal,
+                    usage_invalid=list(reply.usage_invalid))
         traj.turns.append(turn)
-        tokens += reply.tokens_in + reply.tokens_out
+        # the episode's token budget counts what a server can have used: a negative or absurd figure it
+        # reported neither lowers the count nor ends the episode (never charged to the model)
+        tokens += plausible_tokens(reply.tokens_in) + plausible_tokens(reply.tokens_out)
         window = traj.context_window = getattr(provider, "context_window", None)
         cut = prompt_cut(reply.tokens_in, previous.tokens_in if previous is not None else None, window,
                          tokens_out=reply.tokens_out, finish_reason=reply.finish_reason)

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .results import read_records, usable_runs
+from .results import duplicate_note, latest_runs, read_records, usable_runs
 from .stats.bootstrap import ratio_ci
 from .stats.intervals import min_pairs_to_certify, wilson
 from .stats.paired import PairedTest, decision_tail, paired_compare, pairs_to_decide
@@ -90,7 +90,8 @@ def load_baseline(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         first = f"; {problems[0].removeprefix(f'--agentfloor-baseline {path}: ')}" if problems else "; the file is empty"
         raise GateError(f"--agentfloor-baseline {path}: no usable baseline run (each needs model, task, tier, variant, "
                         f"instance, run, passed){first}")
-    return good, problems
+    good, replaced = latest_runs(good)  # the one rule every command applies to a run recorded twice
+    return good, problems + duplicate_note(replaced, f"--agentfloor-baseline {path}: ")
 
 
 #: per claim, what the interval says (the paired tables and recipes use the same three words)

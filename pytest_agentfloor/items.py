@@ -167,6 +167,19 @@ class ContextLimitReached(Exception):
     """The prompt did not fit the model's context window: an error of the setup, not of the model."""
 
 
+def play_guarded(kind: CaseKind, options: Options, case: Any, model: ModelConfig, provider: Any,
+                 run: int) -> Trajectory:
+    """`kind.play`, where the harness's own crash (a bug, an overflow, a resource error) becomes an
+    infrastructure error with its record, never an item lost to a traceback or charged to the model."""
+    try:
+        return kind.play(options, case, model, provider, run)
+    except Exception as exc:
+        why = " ".join(f"harness error while playing the episode: {type(exc).__name__}: {exc}".split())[:300]
+        return Trajectory(case_id=case.id, tier=case.tier, variant=case.variant, instance=case.instance, run=run,
+                          model=model.name, tools=list(getattr(case, "tools", ()) or ()),
+                          termination="provider_error", error=why)
+
+
 class CaseItem(pytest.Item):
     #: read by the plugin's per-item hooks instead of an isinstance check that would import this module
     agentfloor_case = True
@@ -245,7 +258,9 @@ class CaseItem(pytest.Item):
         self.stash[setup_time_adjust_key] = self.trajectory.wall_s - (time.perf_counter() - obtained)
         if self.trajectory.termination in INFRA_TERMINATIONS:
             self._save_record(None)
-            source = "the harness's deadline" if self.trajectory.termination == "timeout" else self.model.provider
+            source = ("the harness's deadline" if self.trajectory.termination == "timeout"
+                      else "harness" if (self.trajectory.error or "").startswith("harness error")
+                      else self.model.provider)
             raise InfrastructureError(safe_text(f"infrastructure error ({source}): {self.trajectory.error}"))
         if self.trajectory.termination == "context_limit":  # the setup's limit, not the model's failure
             self._save_record(None)
@@ -301,7 +316,7 @@ class CaseItem(pytest.Item):
             provider = provider.at_run(self.run)
         kind, case, model, run = self.kind, self.resolved_case, self.model, self.run
         options = state.options
-        return lambda: kind.play(options, case, model, provider, run)
+        return lambda: play_guarded(kind, options, case, model, provider, run)
 
     def runtest(self) -> None:
         traj, result = self.trajectory, self.result

@@ -37,6 +37,9 @@ REPORT_MODES = ("none", "term", "all")
 MAX_RUNS = 1000
 MAX_TOKEN_BUDGET = 100_000_000
 MAX_EPISODE_TIMEOUT_S = 7 * 24 * 3600.0
+#: a scale past this makes budgets no episode ever reaches: a model that never stops would end on the
+#: harness's timeout (an infrastructure error) instead of failing its step budget
+MAX_STEP_BUDGET_SCALE = 100.0
 #: chosen from benchmarks/bench_throughput.py (docs/scaling.md)
 DEFAULT_CONCURRENCY = 64
 MAX_CONCURRENCY = 4096
@@ -587,8 +590,11 @@ def report_dir(config: pytest.Config, rootdir: Path) -> Path:
 
     Nothing is created here (--co must leave no trace); the first record creates it.
     """
+    from .render import safe_text
+
     raw = str(_opt(config, "agentfloor_report_dir"))
     path = rootdir / raw
+    raw = safe_text(raw, multiline=False)  # as it is shown in the messages below: no raw control characters
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -597,12 +603,14 @@ def report_dir(config: pytest.Config, rootdir: Path) -> Path:
         raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {what}; pick a directory for runs.jsonl and the reports")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {probe} is not writable; pick a directory you can write to")
-    for name, want_dir in (("sessions", True), ("judge-cache.jsonl", False), ("runs.jsonl", False)):
+    for name, want_dir in (("sessions", True), ("judge-cache.jsonl", False), ("runs.jsonl", False),
+                           ("cassettes.jsonl", False)):
         entry = path / name  # what the session writes there: a file where a directory belongs breaks every item
-        if entry.exists() and entry.is_dir() != want_dir:
-            kind = "directory" if entry.is_dir() else "file"
-            raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {entry} is a {kind}, where the session keeps "
-                                    f"its {'session directories' if want_dir else name}; "
+        if entry.exists() and (entry.is_dir() if want_dir else entry.is_file()) is False:
+            # a device or a pipe is no file either: /dev/full or /dev/zero reads without end, a FIFO blocks
+            kind = "directory" if entry.is_dir() else "file" if entry.is_file() else "device, pipe or socket"
+            raise pytest.UsageError(f"--agentfloor-report-dir {raw}: {safe_text(str(entry))} is a {kind}, where the "
+                                    f"session keeps its {'session directories' if want_dir else name}; "
                                     "move it away or pick another report dir")
     return path
 
@@ -839,8 +847,9 @@ def _protocol(config: pytest.Config) -> Protocol:
         scale = float(raw_scale)
     except ValueError:
         raise pytest.UsageError(f"--step-budget-scale: expected a positive number, got {raw_scale!r}") from None
-    if not scale > 0 or scale != scale or scale == float("inf"):
-        raise pytest.UsageError(f"--step-budget-scale: expected a positive number, got {raw_scale!r}")
+    if not 0 < scale <= MAX_STEP_BUDGET_SCALE:  # also NaN and inf; the paper's ablation is 2
+        raise pytest.UsageError(f"--step-budget-scale: expected a positive number up to {MAX_STEP_BUDGET_SCALE:g} "
+                                f"(the paper's ablation is 2), got {raw_scale!r}")
     tokens = None
     if str(_opt(config, "agentfloor_token_budget")).strip():
         tokens = _int_opt(config, "agentfloor_token_budget", "--token-budget", 1, MAX_TOKEN_BUDGET)

@@ -150,7 +150,11 @@ def render_plan(rows: list[PlanRow], n_sessions: int, workers: int, pricing: dic
 
 
 # -- the running-cost cap ------------------------------------------------------------------
-_COST = re.compile(rb'"cost_usd":\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)')
+#: a record's own cost: the first "cost_usd" key of the line (records write it before the trajectory, where a
+#: model's tool-call arguments could hold a key of that name), a number or null; null may be followed by
+#: what its turns with sane usage cost (results.record_and_text: "cost_known_usd")
+_COST = re.compile(rb'"cost_usd":\s*(?:(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)|null(?:,\s*"cost_known_usd":\s*'
+                   rb'([0-9.]+(?:[eE][-+]?[0-9]+)?))?)')
 
 
 class CostMeter:
@@ -168,8 +172,8 @@ class CostMeter:
         end = data.rfind(b"\n") + 1  # a line still being written is read next time
         for line in data[:end].splitlines():
             m = _COST.search(line)
-            if m:
-                usd = float(m.group(1))
+            if m and (m.group(1) or m.group(2)):
+                usd = float(m.group(1) or m.group(2))
                 if math.isfinite(usd) and usd > 0:  # a negative cost (an older record) never refunds the cap
                     self.spent += usd
         self.offset += end

@@ -15,7 +15,6 @@ keyword stand-ins.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import inspect
 import sys
@@ -28,7 +27,7 @@ from .callsite.guard import GraderCrashed
 from .callsite.parsers import PARSERS as CALLSITE_PARSERS
 from .judge.assess import assess
 from .kinds import is_case_file, load_file
-from .results import RunLog, read_records
+from .results import RunLog, duplicate_note, latest_runs, read_records
 from .suite.loader import CaseError
 from .trajectory import Trajectory
 
@@ -218,7 +217,9 @@ def _fmt(outcome: tuple[bool, str | None, str | None]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pytest_agentfloor regrade", description=__doc__.split("\n")[0])
+    from .report.args import OneLineParser
+
+    parser = OneLineParser(prog="python -m pytest_agentfloor regrade", description=__doc__.split("\n")[0])
     parser.add_argument("runs", type=Path, help="a runs.jsonl")
     parser.add_argument("--cases", type=Path, default=Path("cases"), help="the case directory (default: cases)")
     parser.add_argument("--write", type=Path, help="write the re-graded records to this runs.jsonl")
@@ -229,13 +230,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--judge", metavar="MODEL", default="",
                         help="re-judge the semantic checks with this model from models.toml (cache first)")
     parser.add_argument("--judge-cache", default="readwrite", metavar="MODE",
-                        help="readwrite (default), read, write or off")
+                        choices=("readwrite", "read", "write", "off"), help="readwrite (default), read, write or off")
     parser.add_argument("--models-file", type=Path, default=Path("models.toml"), metavar="PATH",
                         help="model configurations (default: models.toml)")
     parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
                         help="the report dir whose judge-cache.jsonl is used (default: reports)")
     args = parser.parse_args(argv)
-    if not args.runs.exists():
+    if not args.runs.is_file():  # a directory, or a device that reads without end (/dev/zero)
         print(f"regrade: no such file: {args.runs}", file=sys.stderr)
         return 2
     if not args.cases.is_dir():
@@ -250,6 +251,8 @@ def main(argv: list[str]) -> int:
         print(f"regrade: {exc}", file=sys.stderr)
         return 2
     records, read_problems = read_records(args.runs)
+    records, replaced = latest_runs(records)  # the one rule of every command for a run recorded twice
+    read_problems += duplicate_note(replaced, f"{args.runs}: ")
     hooks = GradingHooks(args.rootdir, use_conftests=not args.no_conftest)
     try:
         new, changes, problems = regrade_records(records, args.cases, hooks, judge)

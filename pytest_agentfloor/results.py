@@ -58,6 +58,37 @@ def usage_invalid(tokens_in: object, tokens_out: object, latency_s: object) -> l
     return bad
 
 
+def turn_usage_invalid(turn: Any) -> list[str]:
+    """The usage figures of one turn that cannot be charged: out of range, or no count (named by its provider)."""
+    return sorted(set(usage_invalid(turn.tokens_in, turn.tokens_out, turn.latency_s))
+                  | set(getattr(turn, "usage_invalid", None) or ()))
+
+
+def episode_usage_invalid(traj: Trajectory) -> list[str]:
+    """Usage figures of the episode a server got wrong: any turn's, and the totals' (a negative turn can
+    hide in a positive sum, an absurd one in nothing else)."""
+    bad = set(usage_invalid(traj.tokens_in, traj.tokens_out, traj.latency_s))
+    for turn in traj.turns:
+        bad.update(turn_usage_invalid(turn))
+    return sorted(bad)
+
+
+def _priced_cost(config: ModelConfig, traj: Trajectory, bad_usage: list[str]) -> tuple[float | None, float | None]:
+    """(cost_usd, cost_known_usd): the priced cost of the run, None when a usage figure is wrong (unknown,
+    never a negative or made-up figure); and then what the turns with sane usage cost, a lower bound
+    that --max-cost still counts (a server's wrong figure must not switch the cap off)."""
+    pricing = config.pricing
+    if not bad_usage and not usage_invalid(traj.tokens_in, traj.tokens_out, traj.busy_s):
+        usd = pricing.cost(traj.tokens_in, traj.tokens_out, traj.busy_s)
+        return (round(usd, 10), None) if _valid_cost(usd) else (None, None)
+    known = 0.0
+    for t in traj.turns:
+        busy = t.latency_s if t.busy_s is None else t.busy_s
+        if not turn_usage_invalid(t) and not usage_invalid(None, None, busy):
+            known += pricing.cost(t.tokens_in, t.tokens_out, busy)
+    return None, (round(known, 10) if _valid_cost(known) and known > 0 else None)
+
+
 def _valid_cost(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x < 1e6
 
@@ -162,6 +193,12 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
                                          config.pricing.output_per_mtok))
     # outputs brought from elsewhere may carry the cost their source paid (providers/recorded.py)
     recorded = [t.cost_usd for t in traj.turns if t.cost_usd is not None]
+    bad_usage = episode_usage_invalid(traj)
+    cost, cost_known = (None, None)
+    if recorded:
+        cost = round(sum(recorded), 10) if all(_valid_cost(c) for c in recorded) else None
+    elif priced:
+        cost, cost_known = _priced_cost(config, traj, bad_usage)
     record: dict[str, Any] = {
         "schema": RECORD_SCHEMA,
         "plugin_version": __version__,
@@ -200,15 +237,13 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         # wall clock (which grows with -n when workers queue on one server); no pricing: unknown, never $0
         # usage the server got wrong (negative, absurd) makes the cost unknown: it never lowers --max-cost's meter;
         # a cost recorded elsewhere (providers/recorded.py) counts only when it is a finite, non-negative figure
-        "cost_usd": (round(sum(recorded), 10) if all(_valid_cost(c) for c in recorded) else None) if recorded else
-        round(config.pricing.cost(tokens_in, tokens_out, traj.busy_s), 10)
-        if priced and not usage_invalid(tokens_in, tokens_out, traj.busy_s) else None,
+        "cost_usd": cost,
         "calls_malformed": sum(1 for c in calls if c.malformed),
         "calls_rejected": sum(t.calls_rejected for t in traj.turns),  # beyond MAX_CALLS_PER_TURN, none kept
         "calls_hallucinated": sum(1 for c in calls if c.hallucinated),
         "calls_repeated": sum(1 for c in calls if c.repeated),
         "turns_leaked": sum(1 for t in traj.turns if t.leaked_call),
-        "usage_invalid": usage_invalid(tokens_in, tokens_out, traj.latency_s),
+        "usage_invalid": bad_usage,
         "error": harness_error or (traj.error if traj.error or judge_error is None else judge_error),
         "case_hash": case.content_hash,
         "config": _public(config),
@@ -221,6 +256,8 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
                      for v in grade.verdicts] if grade else [],
         "trajectory": traj.model_dump(mode="json"),
     }
+    if cost_known is not None:  # placed early: plan.CostMeter reads the first cost fields of each line
+        record = _insert_after(record, "cost_usd", "cost_known_usd", cost_known)
     if judging is not None:
         record["judge"] = judging.record()
         record.update(judging.scalars())
@@ -243,6 +280,15 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
     if capped:
         record["capped"] = capped
     return record, encode_record(record)
+
+
+def _insert_after(record: dict[str, Any], after: str, key: str, value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in record.items():
+        out[k] = v
+        if k == after:
+            out[key] = value
+    return out
 
 
 def bound_record(record: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[str, int]:
@@ -414,6 +460,8 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     problems: list[str] = []
     if not path.exists():
         return records, problems
+    if not path.is_file():  # a device reads without end (/dev/zero), a FIFO blocks: neither is a record file
+        return records, [f"{path}: not a regular file, not read"]
     bad = 0
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, 1):

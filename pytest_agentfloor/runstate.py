@@ -108,7 +108,8 @@ class RunState:
             opts = self.options
             cassettes = None
             if opts.replay or opts.record:
-                cassettes = self.cassettes = self.cassettes or CassetteStore(opts.report_dir / CASSETTE_FILE)
+                cassettes = self.cassettes = self.cassettes or CassetteStore(
+                    opts.report_dir / CASSETTE_FILE, secrets=self.model_secrets())
             if cassettes is not None and opts.replay:
                 self.providers[config.name] = ReplayProvider(config, cassettes)
             else:
@@ -137,7 +138,8 @@ class RunState:
             from .judge.cache import CACHE_FILE, JudgeCache
             from .judge.client import Judge
 
-            cache = None if opts.judge_cache == "off" else JudgeCache(opts.report_dir / CACHE_FILE, opts.judge_cache)
+            cache = None if opts.judge_cache == "off" else JudgeCache(
+                opts.report_dir / CACHE_FILE, opts.judge_cache, secrets=self.model_secrets())
             self.judge_client = Judge(opts.judge, cache, offline=opts.replay)
         return self.judge_client
 

@@ -133,13 +133,13 @@ class AgentFloorSession:
             return
         served = [*st.selected, *([st.judge] if st.judge and st.judge.name not in {m.name for m in st.selected} else [])]
         if not st.replay:
-            unset = [(m.name, m.api_key_env) for m in st.selected if m.api_key_env and not os.environ.get(m.api_key_env)]
-            if st.judge is not None and st.judge.api_key_env and not os.environ.get(st.judge.api_key_env):
-                unset.append((st.judge.name, st.judge.api_key_env))
-            if unset:
-                raise pytest.UsageError("; ".join(
-                    f"models.{name}.api_key_env: environment variable {var} is not set (it must hold the API key)"
-                    for name, var in dict(unset).items()))
+            from .providers.base import key_problem
+
+            keyed = [(m.name, m.api_key_env) for m in [*st.selected, st.judge] if m is not None and m.api_key_env]
+            bad = {name: (var, why) for name, var in keyed if (why := key_problem(os.environ.get(var)))}
+            if bad:
+                raise pytest.UsageError("; ".join(f"models.{name}.api_key_env: environment variable {var} {why}"
+                                                  for name, (var, why) in bad.items()))
         recorded = [m for m in st.selected if m.provider == "recorded"]
         if recorded:  # a bad line is a usage error at the start, naming file:line and field
             from .providers.recorded import RecordedOutputsError
@@ -188,7 +188,15 @@ class AgentFloorSession:
                                          for url, r in each}
                 self.problems += [f"WARNING model {model.name}: endpoint {line}; it is out of the pool, "
                                   "tried again after its cool-down" for line in dead]
-            state.probes[model.name] = (result.classification, result.detail)
+            # the probe's reply is the model's output: a key or password it echoes is masked here, before
+            # its detail reaches probe.json, the skip reasons in the terminal and the workers
+            from .masking import mask, mask_text
+
+            secrets = state.model_secrets()
+            state.probes[model.name] = (result.classification, mask_text(result.detail, secrets))
+            if model.name in endpoints:
+                endpoints[model.name] = mask(endpoints[model.name], secrets)
+            self.problems = [mask_text(p, secrets) for p in self.problems]
             if result.classification != "error":  # a probe that reached no server measured no context window
                 self.contexts[model.name] = context_window(provider)
         if state.probes:
@@ -220,9 +228,11 @@ class AgentFloorSession:
                 self.probe_skips[(m["model"], m["cls"], m["detail"])] += 1
         if is_case and report.when == "setup" and report.skipped and "--max-cost" in str(report.longrepr):
             self.cost_skips += 1
-        if is_case and report.when == "setup" and report.failed and _PROBE_ERROR in str(report.longrepr):
-            m = re.search(r"model '(.+?)' not run", str(report.longrepr))
-            self.probe_errors[m.group(1) if m else "?"] += 1
+        if is_case and report.when == "setup" and report.failed:
+            # the item's own message (items.InfrastructureError), not any text a traceback happens to quote
+            m = re.match(r"model '(.+?)' not run: " + re.escape(_PROBE_ERROR), str(report.longrepr))
+            if m:
+                self.probe_errors[m.group(1)] += 1
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Deselected by any plugin or conftest (seen here without xdist); resumed items do not count."""

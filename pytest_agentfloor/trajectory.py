@@ -49,6 +49,15 @@ class ToolCall(BaseModel):
 
 #: the most tool calls one reply may make: 10,000 calls in a turn must not make a 7 MB record
 MAX_CALLS_PER_TURN = 64
+#: the most tokens one request can plausibly use (a larger reported figure is the server's error)
+PLAUSIBLE_TOKENS = 100_000_000
+
+
+def plausible_tokens(value: object) -> int:
+    """A server-reported token count fit to be counted against a budget: an int in [0, PLAUSIBLE_TOKENS], else 0."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= PLAUSIBLE_TOKENS:
+        return value
+    return 0
 
 
 class Turn(BaseModel):
@@ -73,6 +82,8 @@ class Turn(BaseModel):
                                 "is the model's malformed call, and none of them is kept")
     controller: bool = Field(False, description="a turn of the public-handoff controller (handoffs.py): the call "
                              "it issued itself, with no model request")
+    usage_invalid: list[str] = Field(default_factory=list, description="usage figures the server sent that are "
+                                     "no count (read as 0 here): the turn's cost is unknown, never charged")
 
 
 class Trajectory(BaseModel):

@@ -288,6 +288,7 @@ def test_regrade_keeps_records_it_cannot_read(bench: pytest.Pytester, capsys: py
     good = path.read_bytes()
     broken = json.loads(good)
     broken["trajectory"] = {"turns": "many"}
+    broken["run"] = 1  # another run: a repeat of the good one would replace it (the duplicate rule)
     odd = {**json.loads(good), "task": ["A1"]}
     path.write_bytes(good + json.dumps(broken).encode() + b"\n" + json.dumps(odd).encode() + b"\n[1]\n")
     assert regrade_main([str(path), "--cases", str(bench.path / "cases"),

@@ -59,7 +59,7 @@ def oracle_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("args, says", [
     (["compare", "{r}", "{r}", "--changed", "-5"], "--changed: expected a whole number >= 0, got '-5'"),
     (["compare", "{r}", "{r}", "--gate-min-pairs", "-1"], "--gate-min-pairs: expected a whole number >= 0"),
-    (["compare", "{r}", "{r}", "--n-boot", "0"], "--n-boot: expected a whole number >= 1"),
+    (["compare", "{r}", "{r}", "--n-boot", "0"], "--n-boot: expected a whole number from 1 to 1000000"),
     (["view", "{r}", "--serve", "--port", "99999"], "--port: expected a whole number from 0 to 65535"),
 ])
 def test_bad_counts_and_ports_are_short_usage_errors(oracle_runs: Path, capsys: pytest.CaptureFixture[str],
@@ -251,3 +251,123 @@ def test_report_on_a_record_whose_model_holds_a_lone_surrogate_writes_its_report
     runs.write_text(json.dumps(rec) + "\n")
     assert main([str(runs), "--out", str(tmp_path / "out"), "--n-boot", "50"]) == 0
     assert "m\\\\ud800" in (tmp_path / "out" / "summary.json").read_text()
+
+
+# -- the red-team corpus's bad inputs (tests/redteam_corpus: in02, in09, in24, in25, op16) ----------------------
+@pytest.mark.parametrize("line, field", [
+    ("rpm = 1e-300", "rpm"),  # one request per 1e300 minutes: the spacing wait overflowed a thread wait
+    ("timeout_s = 1e300", "timeout_s"),
+    ("temperature = -1.0", "temperature"),
+    ('base_url = "http://127.0.0.1:9/v1\\u202e"', "base_url"),  # a bidi override: not a control char < 32
+    ('base_url = "http://127.0.0.1:9/v1\\u200b"', "base_url"),  # a zero-width space
+])
+def test_absurd_model_settings_are_refused_at_load(tmp_path: Path, line: str, field: str) -> None:
+    path = tmp_path / "models.toml"
+    path.write_text(f'[models.m]\nprovider = "openai"\nmodel = "m"\n{line}\n')
+    with pytest.raises(ConfigError) as exc:
+        load_models(path)
+    assert str(exc.value).startswith(f"{path}: models.m.{field}: ") and "\u202e" not in str(exc.value)
+
+
+def test_a_step_budget_scale_no_episode_reaches_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    # before: 1e300 was taken, and a model that never stops would end on the harness's timeout (an
+    # infrastructure error) instead of failing its step budget
+    shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    result = pytester.runpytest("cases", "--model", "oracle", "--step-budget-scale", "1e300", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--step-budget-scale: expected a positive number up to 100*got '1e300'"])
+
+
+@pytest.mark.parametrize("args, says", [
+    (["report", "{r}", "--n-boot", "1000000000000"], "--n-boot: expected a whole number from 1 to 1000000"),
+    (["report", "{r}", "--margin", "nan"], "--margin: expected a number from 0 to 100, got 'nan'"),
+    (["report", "{r}", "--infra-threshold", "7"], "--infra-threshold: expected a number from 0 to 1"),
+    (["compare", "{r}", "{r}", "--gate-margin", "inf"], "--gate-margin: expected a number from 0 to 100"),
+    (["regrade", "{r}", "--judge-cache", "bogus"], "--judge-cache: invalid choice: 'bogus'"),
+])
+def test_absurd_command_numbers_are_one_line_usage_errors(oracle_runs: Path, capsys: pytest.CaptureFixture[str],
+                                                          args: list[str], says: str) -> None:
+    # corpus f39, f41, f44: before, --n-boot 10**12 asked numpy for 7 TiB (a MemoryError traceback), --margin nan
+    # was named "margin_pp", and regrade took any --judge-cache without a judge
+    with pytest.raises(SystemExit) as exc:
+        cli([a.format(r=oracle_runs) for a in args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.splitlines()) <= 2, err
+
+
+def test_report_into_a_file_is_a_short_error(oracle_runs: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # corpus f09: before, FileExistsError with a traceback
+    target = tmp_path / "afile"
+    target.write_text("x")
+    assert cli(["report", str(oracle_runs), "--out", str(target)]) == 2
+    assert f"--out {target}: is a file, not a directory" in capsys.readouterr().err
+
+
+def test_report_refuses_to_merge_two_protocols(oracle_runs: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # corpus f30: before, the tbb records silently replaced the agentfloor ones as "repeated runs"
+    other = tmp_path / "tbb.jsonl"
+    other.write_text("".join(json.dumps(dict(json.loads(x), protocol="tbb")) + "\n"
+                             for x in oracle_runs.read_text().splitlines()))
+    assert cli(["report", str(oracle_runs), str(other), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "several protocols (legacy, tbb)" in err and not (tmp_path / "out").exists()
+
+
+def test_regrade_applies_the_duplicate_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # corpus f05: before, regrade wrote 100 records for 50 runs, the only command without the rule
+    from pytest_agentfloor.__main__ import main
+
+    project = tmp_path / "p"
+    shutil.copytree(REPO / "cases" / "tier_A", project / "cases" / "tier_A")
+    rc = pytest.main([str(project / "cases"), "--model", "oracle", "--instances", "i0", "-q", "-p", "no:cacheprovider",
+                      "--agentfloor-report", "none", "--rootdir", str(project), "-p", "no:randomly"])
+    assert rc == 0
+    (runs,) = project.glob("reports/sessions/*/runs.jsonl")
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(runs.read_text() * 2)
+    capsys.readouterr()
+    out = tmp_path / "out.jsonl"
+    assert main(["regrade", str(twice), "--cases", str(project / "cases"), "--write", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == len(runs.read_text().splitlines()) == 25
+    assert f"{twice}: 25 repeated run record(s) replaced: {DUPLICATE_RULE}" in capsys.readouterr().err
+
+
+def test_the_gate_names_the_duplicates_of_its_baseline(tmp_path: Path) -> None:
+    # corpus f04: before, the gate resolved them (last wins) without a word, the one command that said nothing
+    from pytest_agentfloor.gate import load_baseline
+
+    base = tmp_path / "base.jsonl"
+    base.write_text(json.dumps(_rec(False)) + "\n" + json.dumps(_rec(True)) + "\n")
+    runs, notes = load_baseline(base)
+    assert [r["passed"] for r in runs] == [True]
+    assert notes == [f"--agentfloor-baseline {base}: 1 repeated run record(s) replaced: {DUPLICATE_RULE}"]
+
+
+def test_view_and_report_over_damaged_transcripts(oracle_runs: Path, tmp_path: Path) -> None:
+    # corpus f37: before, a record whose trajectory was a string or whose turns was a number crashed both
+    recs = [json.loads(x) for x in oracle_runs.read_text().splitlines()]
+    recs[0]["trajectory"] = "oops"
+    recs[1]["trajectory"] = {"turns": 5, "messages": {"a": 1}}
+    damaged = tmp_path / "runs.jsonl"
+    damaged.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert cli(["view", str(damaged), "--out", str(tmp_path / "v.html")]) == 0
+    assert cli(["report", str(damaged), "--out", str(tmp_path / "out"), "--n-boot", "50"]) == 0
+
+
+def test_import_writes_its_reports_in_the_project_not_in_a_common_ancestor(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # corpus gr19: before, the temporary models.toml counted as a path argument, pytest's rootdir became
+    # the common ancestor of the project and the temporary directory (/tmp) and reports went to /tmp/reports
+    project = tmp_path / "proj"
+    shutil.copytree(REPO / "cases" / "callsite", project / "cases" / "callsite")
+    (project / "out.jsonl").write_text(json.dumps({"case_id": "intent-crud-01", "model": "rec",
+                                                   "output": "home_assistant"}) + "\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    code = cli(["import", "out.jsonl", "--cases", "cases/callsite/intent.toml", "--", "-k", "intent-crud-01",
+                "-p", "no:cacheprovider", "-q"])
+    assert code == 0
+    assert list(project.glob("reports/sessions/*/runs.jsonl"))

@@ -135,3 +135,85 @@ def test_secrets_are_collected_in_every_form_and_short_ones_are_left_alone() -> 
     while isinstance(inner, list):
         inner = inner[0]
     assert inner == "***"
+
+
+# -- the red-team corpus (tests/redteam_corpus): s06, s09, s11 ------------------------------------------------------
+def _a1(pytester: pytest.Pytester) -> None:
+    (pytester.path / "cases" / "tier_A").mkdir(parents=True)
+    shutil.copy(REPO / "cases" / "tier_A" / "A1.toml", pytester.path / "cases" / "tier_A")
+
+
+def _everything(root: Path) -> str:
+    return "".join(p.read_text(encoding="utf-8", errors="replace") for p in root.rglob("*")
+                   if p.is_file() and p.name != "models.toml")
+
+
+def test_a_key_in_the_probes_reply_is_masked_in_probe_json_and_the_terminal(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # corpus s06: before, the probe's detail (the model's text) went to probe.json and the skip reasons as is
+    _a1(pytester)
+    monkeypatch.setenv("AF_REDTEAM_KEY", KEY)
+    with FakeModelServer(lambda body: reply(content=f"I hold {KEY}")) as server:
+        pytester.makefile(".toml", models=f"""
+            [models.fake]
+            provider = "openai"
+            model = "tiny"
+            base_url = "{server.openai_url}"
+            api_key_env = "AF_REDTEAM_KEY"
+            retries = 0
+        """)
+        result = pytester.runpytest("cases", "--model", "fake", "--instances", "i0", "--variants", "v0", "-rA",
+                                    "-p", "no:cacheprovider")
+    assert result.parseoutcomes() == {"skipped": 1}
+    probe = next(pytester.path.glob("reports/sessions/*/probe.json")).read_text()
+    assert "no_tools" in probe and "***" in probe
+    for telltale in TELLTALES:
+        assert telltale not in probe + result.stdout.str() + result.stderr.str() + _everything(pytester.path)
+
+
+def test_cassettes_mask_an_echoed_key_and_still_replay(pytester: pytest.Pytester,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # corpus s09: before, --agentfloor-record stored the model's reply with the key in cassettes.jsonl
+    _a1(pytester)
+    monkeypatch.setenv("AF_REDTEAM_KEY", KEY)
+
+    def respond(body: Any) -> Reply:
+        if not any(m.get("role") == "assistant" for m in body["messages"]):
+            return reply(content=f"my key is {KEY}",
+                         tool_calls=[("get_attribute", {"record_id": "INV-Q7P2K", "attribute": "on_hand"})])
+        return reply(content="340")
+
+    with FakeModelServer(respond) as server:
+        pytester.makefile(".toml", models=f"""
+            [models.fake]
+            provider = "openai"
+            model = "tiny"
+            base_url = "{server.openai_url}"
+            api_key_env = "AF_REDTEAM_KEY"
+            retries = 0
+        """)
+        args = ("cases", "--model", "fake", "--instances", "i0", "--variants", "v0", "--no-probe",
+                "-p", "no:cacheprovider")
+        recorded = pytester.runpytest(*args, "--agentfloor-record")
+        asked = len(server.requests)
+        replayed = pytester.runpytest(*args, "--agentfloor-replay")
+        assert len(server.requests) == asked  # the replay asked the server nothing
+    assert recorded.parseoutcomes() == {"passed": 1} and replayed.parseoutcomes() == {"passed": 1}
+    cassette = (pytester.path / "reports" / "cassettes.jsonl").read_text()
+    assert "***" in cassette
+    for telltale in TELLTALES:
+        assert telltale not in _everything(pytester.path)
+
+
+def test_a_judges_reason_that_echoes_its_key_is_masked_in_the_judge_cache(tmp_path: Path) -> None:
+    # corpus s11: before, the reason went to reports/judge-cache.jsonl as the judge wrote it
+    from pytest_agentfloor.judge.cache import JudgeCache
+    from pytest_agentfloor.masking import secret_forms
+
+    forms = secret_forms([KEY])
+    cache = JudgeCache(tmp_path / "judge-cache.jsonl", secrets=forms)
+    cache.put({"key": "a" * 64, "verdict": "fail", "reason": f"the answer leaks {KEY}"})
+    cache.close()
+    text = (tmp_path / "judge-cache.jsonl").read_text()
+    assert KEY not in text and "the answer leaks ***" in text
+    assert JudgeCache(tmp_path / "judge-cache.jsonl").get("a" * 64)["reason"] == "the answer leaks ***"

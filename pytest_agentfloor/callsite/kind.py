@@ -266,6 +266,7 @@ def play_call(case: CallSiteCase, provider: Provider, *, model: str, run: int = 
     else:
         turn = Turn(index=0, content=reply.content, finish_reason=reply.finish_reason, tokens_in=reply.tokens_in,
                     tokens_out=reply.tokens_out, latency_s=reply.latency_s,
+                    usage_invalid=list(getattr(reply, "usage_invalid", None) or []),
                     cost_usd=getattr(reply, "cost_usd", None))
         kept = reply.tool_calls[:MAX_CALLS_PER_TURN]  # bounded: the rest are counted, not stored
         turn.calls_rejected = len(reply.tool_calls) - len(kept)

@@ -55,11 +55,13 @@ def _entry_ok(obj: Any) -> bool:
 class JudgeCache:
     """Verdicts by cache key; ``mode`` is one of CACHE_MODES."""
 
-    def __init__(self, path: Path, mode: str = "readwrite"):
+    def __init__(self, path: Path, mode: str = "readwrite", secrets: tuple[str, ...] = ()):
         if mode not in CACHE_MODES:
             raise ValueError(f"judge cache mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
         self.path = path
         self.mode = mode
+        #: the session's keys and passwords (masking.py): a judge that echoes one in its reason never gets it stored
+        self.secrets = secrets
         self.reads, self.writes = CACHE_MODES[mode]
         self.entries: dict[str, dict[str, Any]] = {}
         self.bad_lines = 0
@@ -79,6 +81,8 @@ class JudgeCache:
 
     def refresh(self) -> None:
         """Read the complete lines appended since the last look (by any process)."""
+        if self.path.exists() and not self.path.is_file():  # a device reads without end, a FIFO blocks
+            raise CacheError(f"judge cache {self.path}: cannot be read (not a regular file); move it away")
         try:
             fh = self.path.open("rb")
         except FileNotFoundError:
@@ -125,6 +129,10 @@ class JudgeCache:
         """Append `entry` (when the mode writes); one write under an exclusive lock."""
         if not _entry_ok(entry):
             raise ValueError(f"not a cache entry: {sorted(entry)}")
+        if self.secrets:
+            from ..masking import mask
+
+            entry = mask(entry, self.secrets)
         if self.reads:
             self.entries[entry["key"]] = entry
         if not self.writes:

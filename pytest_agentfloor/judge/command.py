@@ -57,5 +57,8 @@ def open_judge(name: str, models_file: Path, report_dir: Path, cache_mode: str =
                                     transient=False) from None
         return make_provider(cfg)
 
-    cache = None if cache_mode == "off" else JudgeCache(report_dir / CACHE_FILE, cache_mode)
+    from ..masking import model_secrets
+
+    cache = None if cache_mode == "off" else JudgeCache(report_dir / CACHE_FILE, cache_mode,
+                                                         secrets=model_secrets([config]))
     return Judge(config, cache, provider_factory=factory), servers

@@ -52,6 +52,57 @@ class Reply:
     #: the server refused to parse this output into tool calls, and the text is what the model wrote
     #: (asked again without tool parsing: providers/local.py); the server's message
     refusal: str | None = None
+    #: usage figures the server sent that are no count (a float, a string, a number past any plausible
+    #: one): read as 0 here, named in the record, and never charged (cost unknown)
+    usage_invalid: list[str] = field(default_factory=list)
+
+
+#: the largest token count one request can plausibly report (results.usage_invalid uses the same bound)
+MAX_TOKENS_PER_REQUEST = 100_000_000
+#: the longest processing time one request can plausibly report, in seconds
+MAX_BUSY_S = 7 * 86400.0
+
+
+def key_problem(value: str | None) -> str | None:
+    """Why an API key read from the environment cannot be sent (None: it can). A line break or control
+    character would be refused by the HTTP client on every request, or split a header."""
+    if not value:
+        return "is not set (it must hold the API key)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value) or not value.isascii():
+        return "holds a line break, a control or a non-ASCII character (a key is printable ASCII); check how it was set"
+    return None
+
+
+def usage_count(value: Any, name: str, invalid: list[str]) -> int:
+    """A server-reported token count as an int, or 0 with `name` added to `invalid` when it is no count.
+
+    Absent (None) is 0 and not invalid: the server reports no usage. Negative counts are kept as
+    they are (and flagged by the record), so a re-grade sees what the server said."""
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and value <= MAX_TOKENS_PER_REQUEST:
+        return value
+    invalid.append(name)
+    return 0
+
+
+def wire_safe(value: Any) -> Any:
+    """`value` (a request's messages) with lone surrogates replaced by U+FFFD: a model's output may hold
+    them (escaped in its JSON), and sent back in the history they make the request body unencodable,
+    which would end the episode as the endpoint's failure although the server did nothing wrong."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
+    if isinstance(value, list):
+        return [wire_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: wire_safe(v) for k, v in value.items()}
+    return value
 
 
 def busy_seconds(*parts: object, scale: float) -> float | None:
@@ -59,7 +110,11 @@ def busy_seconds(*parts: object, scale: float) -> float | None:
     vals = [p for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool)]
     if len(vals) != len(parts) or any(v != v or v < 0 for v in vals):
         return None
-    return float(sum(vals)) * scale
+    try:
+        total = float(sum(vals)) * scale
+    except OverflowError:  # an integer past any float
+        return None
+    return total if total <= MAX_BUSY_S else None  # a week of work for one request is no measurement
 
 
 class ProviderError(Exception):
@@ -101,9 +156,13 @@ class ContextLimitError(ProviderError):
 
 # Servers' words for a prompt longer than the context: llama.cpp ("exceeds the available context
 # size"), vLLM ("maximum context length is"), OpenAI (context_length_exceeded), Ollama ("exceeds
-# ... context length"), LM Studio / others ("context window", "context overflow").
+# ... context length"), LM Studio / others ("context window", "context overflow"), Hugging Face TGI
+# ("`inputs` tokens + `max_new_tokens` must be <= N"), Google's ("The input token count (N) exceeds
+# the maximum number of tokens allowed").
 _CONTEXT_OVERFLOW = re.compile(
     r"context[ _-]?(length|size|window)[ _-]?(exceeded|overflow)"
+    r"|inputs?`? tokens \+ `?max_new_tokens`? must be <="
+    r"|input token count\b.{0,40}\bexceeds? the maximum"
     r"|exceeds? (the )?(available |maximum |model'?s? )?context"
     r"|maximum context length"
     r"|context (window|overflow|size) (is )?(exceeded|too small|full)"
@@ -116,6 +175,21 @@ _CONTEXT_OVERFLOW = re.compile(
 def is_context_overflow(text: str) -> bool:
     """Whether an error text from a server says the request did not fit its context window."""
     return bool(_CONTEXT_OVERFLOW.search(text or ""))
+
+
+# A server's own statement that the model's output did not parse as the tool-call format its chat
+# template announced: llama.cpp's server ("The model produced output that does not match the
+# expected peg-native format", "Failed to parse input at pos N", "failed to parse tool call"),
+# Ollama ("error parsing tool call", on /api/chat and /v1). Only with a 5xx: it is the model's
+# malformed call, on every provider.
+_UNPARSEABLE_OUTPUT = re.compile(
+    r"does not match the expected [\w-]+ format|failed to parse (tool call|input at)|error parsing tool call",
+    re.IGNORECASE)
+
+
+def is_unparseable_output(message: str) -> bool:
+    """Whether a server's error text says it could not parse the model's output (its tool call)."""
+    return bool(_UNPARSEABLE_OUTPUT.search(message or ""))
 
 
 class MalformedReply(Exception):

@@ -27,8 +27,8 @@ from ..config import is_loopback, redact_secrets, redact_url
 from ..context import DEFAULT_CONTEXT_MAX, LADDER_MAX_TURNS, context_need
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow,
-                   parse_retry_after, request_bound, seconds_text, with_retries)
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_unparseable_output,
+                   key_problem, parse_retry_after, request_bound, seconds_text, usage_count, wire_safe, with_retries)
 from .endpoints import endpoint as shared_endpoint
 from .endpoints import note_served
 
@@ -134,9 +134,9 @@ class OllamaProvider(FreshClientOnExpiry):
         headers: dict[str, str] = {}
         if config.api_key_env:  # e.g. Ollama behind an authenticating proxy, or ollama.com
             value = os.environ.get(config.api_key_env)
-            if not value:
-                raise ProviderError(self.endpoint,
-                                    f"environment variable {config.api_key_env} (api_key_env) is not set or empty",
+            why = key_problem(value)
+            if why:
+                raise ProviderError(self.endpoint, f"environment variable {config.api_key_env} (api_key_env) {why}",
                                     transient=False)
             self._secret = value
             headers["Authorization"] = f"Bearer {value}"
@@ -145,13 +145,15 @@ class OllamaProvider(FreshClientOnExpiry):
         self._shared = shared_endpoint(self.host)  # the process's Retry-After hold and health of this URL
 
     def _make_client(self) -> "ollama.Client":
-        extra: dict[str, Any] = {"event_hooks": {"response": [self._note_response]}}
+        # no redirects followed: requests go to the configured endpoint only, never where a server points
+        extra: dict[str, Any] = {"event_hooks": {"response": [self._note_response]}, "follow_redirects": False}
         if self.direct:
             extra["trust_env"] = False  # no proxy from the environment for a server on this machine
         return ollama.Client(host=self.host, timeout=self.config.timeout_s, headers=self._headers, **extra)
 
     def _note_response(self, response: httpx.Response) -> None:
         self._seen.retry_after = parse_retry_after(response.headers) if response.status_code >= 400 else None
+        self._seen.response = response  # its body, read again when the client's typed model refuses it
 
     # -- context window -------------------------------------------------------------------------
     def num_ctx(self, case: "ResolvedCase | None" = None) -> int:
@@ -202,7 +204,7 @@ class OllamaProvider(FreshClientOnExpiry):
             options["seed"] = cfg.seed
         request: dict[str, Any] = {
             "model": cfg.model,
-            "messages": to_ollama_messages(messages),
+            "messages": wire_safe(to_ollama_messages(messages)),
             "tools": tools or None,
             "stream": False,
             "options": options,
@@ -231,11 +233,14 @@ class OllamaProvider(FreshClientOnExpiry):
     def _chat(self, client: "ollama.Client", request: dict[str, Any]) -> Any:
         """client.chat in the request's own thread, its error carrying that response's Retry-After."""
         self._seen.retry_after = None
+        self._seen.response = None
         try:
             return client.chat(**request)
         except ollama.ResponseError as exc:
             exc.agentfloor_retry_after = getattr(self._seen, "retry_after", None)  # type: ignore[attr-defined]
             raise
+        except pydantic.ValidationError as exc:  # the response it refused, from this (the request's) thread
+            raise _Refused(exc, getattr(self._seen, "response", None)) from None
 
     def _once(self, request: dict[str, Any], first_id: int) -> Reply:
         await_endpoint(self._shared, self.endpoint)
@@ -254,7 +259,7 @@ class OllamaProvider(FreshClientOnExpiry):
         except ollama.ResponseError as exc:
             code = exc.status_code
             text = _short(str(exc.error), 300)
-            if "error parsing tool call" in text:
+            if "error parsing tool call" in text or (code >= 500 and is_unparseable_output(text)):
                 error = MalformedReply(self._redact(f"Ollama could not parse the model's tool call: {text}"))
             elif is_context_overflow(text):
                 error = ContextLimitError(self.endpoint, self._redact(f"HTTP {code}: {text}"), hint=self.context_hint)
@@ -272,11 +277,12 @@ class OllamaProvider(FreshClientOnExpiry):
             detail = "connection refused" if "refused" in str(root).lower() else \
                 f"connection failed ({type(root).__name__}: {str(root)[:200]})"
             error = self._error(f"{detail} (is Ollama running at {self.endpoint}?)", True)
-        except pydantic.ValidationError as exc:
-            if any("tool_calls" in map(str, err.get("loc", ())) for err in exc.errors()):
-                error = MalformedReply(f"unreadable tool calls in the reply: {_first_error(exc)}")
+        except _Refused as refused:
+            invalid = refused.error
+            if any("tool_calls" in map(str, err.get("loc", ())) for err in invalid.errors()):
+                error = MalformedReply(f"unreadable tool calls in the reply: {_first_error(invalid)}")
             else:
-                error = self._error(f"unreadable response: {_first_error(exc)}", False)
+                resp, error = self._lenient(invalid, refused.response)
         except json.JSONDecodeError as exc:
             error = self._error(f"response is not JSON ({exc.msg})", False)
         except (RecursionError, ValueError) as exc:
@@ -304,6 +310,30 @@ class OllamaProvider(FreshClientOnExpiry):
             error = self._error(f"unreadable response ({type(exc).__name__}: {_short(str(exc))})", False)
         raise error
 
+    def _lenient(self, exc: pydantic.ValidationError, response: Any) -> tuple[Any, Exception | None]:
+        """A 200 body the client's typed model refused, read again: an `error` it carries (Ollama reports
+        a runner's crash that way) is the endpoint's error with its text; counts and durations that are
+        no number (past an int64, a string) are left out and named in usage_invalid, so the model's
+        answer is still read. Anything else stays an unreadable response."""
+        try:
+            data = response.json() if response is not None else None
+        except Exception:  # noqa: BLE001 - the body was read already; anything odd is the unreadable case
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("error"), str) and "message" not in data:
+            return None, self._error(f"HTTP {getattr(response, 'status_code', 200)}: {_short(data['error'], 300)}",
+                                     True)
+        bad = {str(err.get("loc", ("",))[0]) for err in exc.errors()}
+        if isinstance(data, dict) and bad and bad <= _USAGE_FIELDS:
+            kept = {k: v for k, v in data.items() if k not in bad}
+            try:
+                resp = ollama.ChatResponse(**kept)
+            except Exception:  # noqa: BLE001 - still unreadable
+                pass
+            else:
+                self._seen.usage_invalid = sorted(_USAGE_NAMES.get(b, b) for b in bad)
+                return resp, None
+        return None, self._error(f"unreadable response: {_first_error(exc)}", False)
+
     def _redact(self, text: str) -> str:
         """No API key and no password of the URL in what a server echoes back."""
         return redact_secrets(text, self.host, self._secret)
@@ -329,16 +359,40 @@ class OllamaProvider(FreshClientOnExpiry):
             finish = "tool_calls"
         else:
             finish = "stop"
+        invalid: list[str] = list(getattr(self._seen, "usage_invalid", None) or [])
+        self._seen.usage_invalid = None
+        tokens_in = usage_count(resp.prompt_eval_count, "tokens_in", invalid)
+        tokens_out = usage_count(resp.eval_count, "tokens_out", invalid)
+        # prompt evaluation plus generation, in ns: the server's work, not the time queued
+        durations = (resp.prompt_eval_duration, resp.eval_duration)
+        busy = busy_seconds(*durations, scale=1e-9)
+        if busy is None and durations != (None, None) and "busy_s" not in invalid:
+            invalid.append("busy_s")
         return Reply(
             content=message.content or None,
             tool_calls=calls,
             finish_reason=finish,
-            tokens_in=resp.prompt_eval_count or 0,
-            tokens_out=resp.eval_count or 0,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
             latency_s=latency,
-            # prompt evaluation plus generation, in ns: the server's work, not the time queued
-            busy_s=busy_seconds(resp.prompt_eval_duration, resp.eval_duration, scale=1e-9),
+            busy_s=busy,
+            usage_invalid=sorted(set(invalid)),
         )
+
+
+class _Refused(Exception):
+    """The client's typed model refused a 200 body: its error and the response it came in."""
+
+    def __init__(self, error: pydantic.ValidationError, response: Any):
+        super().__init__(str(error))
+        self.error, self.response = error, response
+
+
+#: the counters and durations of an Ollama reply: when one is no number, the reply is still the model's
+_USAGE_FIELDS = frozenset({"prompt_eval_count", "eval_count", "prompt_eval_duration", "eval_duration",
+                           "total_duration", "load_duration"})
+_USAGE_NAMES = {"prompt_eval_count": "tokens_in", "eval_count": "tokens_out", "prompt_eval_duration": "busy_s",
+                "eval_duration": "busy_s", "total_duration": "busy_s", "load_duration": "busy_s"}
 
 
 def _short(text: str, limit: int = 200) -> str:

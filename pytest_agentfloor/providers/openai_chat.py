@@ -16,7 +16,6 @@ are recorded when the usage reports `completion_tokens_details.reasoning_tokens`
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,8 +26,8 @@ from ..config import is_loopback, redact_secrets, redact_url
 from ..context import LADDER_MAX_TURNS
 from .base import (ContextLimitError, FreshClientOnExpiry, MalformedReply, ProviderError, Reply,
                    RequestExpired, ToolCallOut, await_endpoint, guarded, hold_if_asked,
-                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow,
-                   parse_retry_after, request_bound, seconds_text, with_retries)
+                   busy_seconds, call_within, calls_so_far, completion_cap, is_context_overflow, is_unparseable_output,
+                   key_problem, parse_retry_after, request_bound, seconds_text, usage_count, wire_safe, with_retries)
 from .endpoints import endpoint as shared_endpoint
 from .endpoints import note_served
 
@@ -56,9 +55,9 @@ def read_api_key(env_name: str | None, endpoint: str) -> str | None:
     if not env_name:
         return None
     value = os.environ.get(env_name)
-    if not value:
-        raise ProviderError(endpoint, f"environment variable {env_name} (api_key_env) is not set or empty",
-                            transient=False)
+    why = key_problem(value)
+    if why:
+        raise ProviderError(endpoint, f"environment variable {env_name} (api_key_env) {why}", transient=False)
     return value
 
 
@@ -113,8 +112,10 @@ class OpenAIProvider(FreshClientOnExpiry):
         return self.config.context_window
 
     def _make_client(self) -> "openai.OpenAI":
-        # trust_env=False for loopback: no proxy from the environment for a server on this machine
-        http_client = openai.DefaultHttpxClient(trust_env=False) if self.direct else None
+        # trust_env=False for loopback: no proxy from the environment for a server on this machine; no
+        # redirects followed: requests go to the configured endpoint only, never where a server points
+        http_client = (openai.DefaultHttpxClient(follow_redirects=False, trust_env=False) if self.direct
+                       else openai.DefaultHttpxClient(follow_redirects=False))
         return openai.OpenAI(
             base_url=self.base_url,
             api_key=self._secret or NO_KEY,
@@ -129,7 +130,7 @@ class OpenAIProvider(FreshClientOnExpiry):
         cfg = self.config
         request: dict[str, Any] = {
             "model": cfg.model,
-            "messages": [{k: m[k] for k in _MESSAGE_KEYS if k in m} for m in messages],
+            "messages": wire_safe([{k: m[k] for k in _MESSAGE_KEYS if k in m} for m in messages]),
             "temperature": cfg.temperature,
             # OpenAI's own API rejects max_tokens for its reasoning models; compatible servers
             # (llama.cpp, vLLM, LiteLLM, Ollama /v1) all read max_tokens
@@ -186,6 +187,10 @@ class OpenAIProvider(FreshClientOnExpiry):
                 error = MalformedReply(self._redact(
                     f"the server could not parse the model's output as a tool call: HTTP {code}: {message}"))
                 error.server_refused = True  # type: ignore[attr-defined]
+            elif 300 <= code < 400:  # not followed: only the configured endpoint is ever asked
+                where = exc.response.headers.get("location", "") if exc.response is not None else ""
+                error = self._error(f"HTTP {code}: a redirect{' to ' + _short(where, 120) if where else ''}, not "
+                                    "followed (requests go only to the configured base_url)", False, status=code)
             elif is_context_overflow(message):
                 error = ContextLimitError(self.endpoint, self._redact(f"HTTP {code}: {message}"),
                                           hint=self.context_hint)
@@ -233,7 +238,7 @@ class OpenAIProvider(FreshClientOnExpiry):
         message = getattr(choice, "message", None)
         if message is None:
             raise self._error("response choice has no message", False)
-        content = getattr(message, "content", None)
+        content = _text_of(getattr(message, "content", None))
         if content is not None and not isinstance(content, str):
             raise MalformedReply(f"message content is {type(content).__name__}, not a string")
         calls: list[ToolCallOut] = []
@@ -260,33 +265,28 @@ class OpenAIProvider(FreshClientOnExpiry):
         else:
             finish = "stop"
         usage = getattr(resp, "usage", None)
+        invalid: list[str] = []
+        if usage is not None and not hasattr(usage, "prompt_tokens") and not isinstance(usage, dict):
+            invalid.append("usage")  # e.g. a list: no count can be read
+        tokens_in = usage_count(_field(usage, "prompt_tokens"), "tokens_in", invalid)
+        tokens_out = usage_count(_field(usage, "completion_tokens"), "tokens_out", invalid)
         timings = getattr(resp, "timings", None)  # llama.cpp's server: its processing time, queueing excluded
         busy = busy_seconds(timings.get("prompt_ms"), timings.get("predicted_ms"), scale=1e-3) \
             if isinstance(timings, dict) else None
+        if isinstance(timings, dict) and busy is None and (timings.get("prompt_ms"), timings.get("predicted_ms")) \
+                != (None, None):
+            invalid.append("busy_s")
         return Reply(
             content=content,
             tool_calls=calls,
             finish_reason=finish,
-            tokens_in=_int(getattr(usage, "prompt_tokens", 0)),
-            tokens_out=_int(getattr(usage, "completion_tokens", 0)),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
             latency_s=latency,
             busy_s=busy,
             reasoning_tokens=_reasoning_tokens(usage),
+            usage_invalid=invalid,
         )
-
-
-# A server's own statement that the model's output did not parse as the tool-call format its chat
-# template announced: llama.cpp's server ("The model produced output that does not match the
-# expected peg-native format", "Failed to parse input at pos N", "failed to parse tool call"),
-# Ollama's /v1 ("error parsing tool call"). Only with a 5xx: it is the model's malformed call.
-_UNPARSEABLE_OUTPUT = re.compile(
-    r"does not match the expected [\w-]+ format|failed to parse (tool call|input at)|error parsing tool call",
-    re.IGNORECASE)
-
-
-def is_unparseable_output(message: str) -> bool:
-    """Whether a server's error text says it could not parse the model's output (its tool call)."""
-    return bool(_UNPARSEABLE_OUTPUT.search(message or ""))
 
 
 def _post_completion(client: "openai.OpenAI", request: dict[str, Any], timeout: float) -> ChatCompletion:
@@ -312,8 +312,14 @@ def _field(obj: Any, key: str) -> Any:
     return getattr(obj, key, None)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _text_of(content: Any) -> Any:
+    """The message's text: a string, or the text parts of a list of content parts (servers that answer
+    in the request's part format, e.g. [{"type": "text", "text": ...}]) joined; anything else as it is."""
+    if isinstance(content, list) and content and all(isinstance(p, dict) for p in content):
+        texts = [p.get("text") for p in content if p.get("type", "text") in ("text", "output_text")]
+        if texts and all(isinstance(t, str) for t in texts):
+            return "".join(texts)
+    return content
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -330,15 +336,35 @@ def _detail(detail: Any) -> Any:
     return detail
 
 
+def _body_message(body: Any, depth: int = 0) -> str | None:
+    """The message an error body holds, in the shapes servers use: OpenAI's {"error": {"message", "code"}}
+    (the client hands over its inner object), {"message": ...}, {"error": "text"} (TGI, Ollama), FastAPI's
+    {"detail": ...}, a bare string, or a list of such objects (Google's). An error code that its text
+    does not repeat (e.g. "context_length_exceeded") is appended in brackets."""
+    if depth > 4:
+        return None
+    if isinstance(body, str):
+        return body or None
+    if isinstance(body, list):
+        return _body_message(body[0], depth + 1) if body else None
+    if not isinstance(body, dict):
+        return None
+    text = None
+    for key in ("message", "error", "detail"):
+        value = _detail(body.get(key)) if key == "detail" else body.get(key)
+        text = _body_message(value, depth + 1)
+        if text:
+            break
+    code = body.get("code")
+    if isinstance(code, str) and code and (text is None or code not in text):
+        text = f"{text} ({code})" if text else code
+    return text
+
+
 def _status_message(exc: "openai.APIStatusError") -> str:
     try:
-        body = exc.body
-        msg: Any = None
-        if isinstance(body, dict):
-            msg = body.get("message") or body.get("error") or _detail(body.get("detail"))
-            if isinstance(msg, dict):
-                msg = msg.get("message")
-        if not msg or not isinstance(msg, (str, int, float)):
+        msg: Any = _body_message(exc.body)
+        if not msg:
             msg = exc.message or exc.response.reason_phrase
         return " ".join(str(msg).split())[:300]
     except Exception:  # an error body too odd to read (e.g. nested beyond the recursion limit)

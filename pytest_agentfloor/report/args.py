@@ -28,3 +28,23 @@ def whole_number(minimum: int, maximum: int | None = None) -> Any:
 
     parse.__name__ = "whole number"
     return parse
+
+
+#: the most bootstrap resamples a command takes: 10,000 is the default, a million is already minutes and
+#: gigabytes; more is a typo (10**12 asked numpy for 7 TiB)
+MAX_BOOT = 1_000_000
+
+
+def number_in(low: float, high: float) -> Any:
+    """An argparse type: a finite number within [low, high]; NaN, inf and anything else are usage errors."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not low <= value <= high:  # also NaN
+            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse

@@ -16,6 +16,7 @@ from typing import Any
 from ..reportdir import SESSIONS, read_session
 from ..runinfo import merged_run
 from ..results import read_records, usable_runs
+from .args import MAX_BOOT, number_in, whole_number
 from .args import OneLineParser as _Parser
 from .files import REPORT_FILES, _meta_with_conflicts, prepare_records, read_probe, write_reports
 
@@ -32,9 +33,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--callsite-verdict", choices=("raw", "holm"), default="raw",
                    help="which McNemar p decides 'differs' in the call-site paired table: raw = exact (seed 001), "
                         "holm = Holm-adjusted (default raw)")
-    p.add_argument("--margin", type=float, default=10.0, metavar="PP",
+    p.add_argument("--margin", type=number_in(0.0, 100.0), default=10.0, metavar="PP",
                    help="non-inferiority/equivalence margin in percentage points (default 10)")
-    p.add_argument("--n-boot", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000)")
+    p.add_argument("--n-boot", type=whole_number(1, MAX_BOOT), default=10_000, metavar="N",
+                   help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=42, metavar="S", help="bootstrap seed (default 42)")
     p.add_argument("--infra-as-failure", action="store_true", help="score infrastructure errors as failed runs")
     p.add_argument("--cluster", choices=("auto", "unit", "task", "run"), default="auto",
@@ -45,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
                         "AgentFloor paper's plain percentile bootstrap")
     p.add_argument("--noninferiority-bound", choices=("two-sided", "one-sided"), default="two-sided",
                    help="lower end of the 95%% CI (default) or the one-sided 95%% bound (90%% CI)")
-    p.add_argument("--infra-threshold", type=float, default=0.05, metavar="SHARE",
+    p.add_argument("--infra-threshold", type=number_in(0.0, 1.0), default=0.05, metavar="SHARE",
                    help="infra-error share above which a model is flagged unreliable in a tier (default 0.05)")
     p.add_argument("--routing-out", type=Path, default=None, metavar="PATH",
                    help="write the call-site routing chosen against --reference to this JSON file, and a LiteLLM "
@@ -67,8 +69,16 @@ def merge_runs(paths: list[Path]) -> tuple[list[dict], list[str]]:
         records, skipped = usable_runs(records, str(path))
         problems += notes + skipped
         merged += records
+    protocols = sorted({str(r.get("protocol") or "legacy") for r in merged})
+    if len(protocols) > 1:  # the same run under two protocols is two measurements, not a duplicate
+        raise MixedProtocols(f"the records were made under several protocols ({', '.join(protocols)}); a report is "
+                             "of one protocol's runs: report each protocol's runs.jsonl apart")
     merged, replaced = latest_runs(merged)
     return merged, problems + duplicate_note(replaced)
+
+
+class MixedProtocols(ValueError):
+    """The files to merge hold runs of more than one protocol."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,13 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"{prog}: error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    if args.n_boot < 1 or args.margin < 0:
-        print(f"{prog}: error: --n-boot must be >= 1 and --margin >= 0", file=sys.stderr)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        print(f"{prog}: error: --out {args.out}: is a file, not a directory; name a directory for the reports",
+              file=sys.stderr)
         return 2
-    if not 0 <= args.infra_threshold <= 1:
-        print(f"{prog}: error: --infra-threshold must be a share between 0 and 1 (e.g. 0.05)", file=sys.stderr)
+    try:
+        records, problems = merge_runs(args.runs)
+    except MixedProtocols as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    records, problems = merge_runs(args.runs)
     for problem in problems:
         print(f"{prog}: {problem}", file=sys.stderr)
     if not records:
@@ -126,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                                 section_options=section_options)
     except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. --out under a file, a full disk
+        print(f"{prog}: error: cannot write the reports to {out} ({exc.strerror or exc})", file=sys.stderr)
         return 2
     from .viewer import VIEWER_FILE, write_viewer
 

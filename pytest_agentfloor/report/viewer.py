@@ -105,8 +105,13 @@ def _num(value: Any, digits: int = 6) -> float | int | None:
     return round(value, digits) if isinstance(value, float) else value
 
 
+def _list(value: Any) -> list[Any]:
+    """A record's list field, or [] when a hand-made or damaged record holds something else there."""
+    return value if isinstance(value, list) else []
+
+
 def _messages_of(traj: dict[str, Any], role: str) -> str | None:
-    for m in traj.get("messages") or []:
+    for m in _list(traj.get("messages")):
         if isinstance(m, dict) and m.get("role") == role:
             content = m.get("content")
             return content if isinstance(content, str) else json.dumps(content)
@@ -117,11 +122,11 @@ def _detail(record: dict[str, Any], strings: _Strings) -> dict[str, Any]:
     raw_traj = record.get("trajectory")
     traj: dict[str, Any] = raw_traj if isinstance(raw_traj, dict) else {}
     turns = []
-    for t in traj.get("turns") or []:
+    for t in _list(traj.get("turns")):
         if not isinstance(t, dict):
             continue
         calls = []
-        for c in t.get("calls") or []:
+        for c in _list(t.get("calls")):
             if not isinstance(c, dict):
                 continue
             flags = [f for f in ("hallucinated", "malformed", "repeated") if c.get(f)]
@@ -165,7 +170,11 @@ def build_data(sources: Sequence[tuple[str, Iterable[dict[str, Any]]]]) -> tuple
                 "" if outcome(r) == "pass" else headline(r),
                 str(r["case_hash"])[:12] if r.get("case_hash") else None, repair_of(r), levels_of(r),
             ])
-            details.append(_detail(r, strings))
+            try:
+                details.append(_detail(r, strings))
+            except Exception as exc:  # noqa: BLE001 - a damaged record still gets its row, never a crash
+                details.append({"turns": [], "v": [], "err": strings(f"transcript unreadable ({type(exc).__name__})"),
+                                "node": str(r.get("nodeid"))})
     index = {"columns": list(COLUMNS), "rows": rows, "sources": [label for label, _ in sources],
              "failure_names": FAILURE_NAMES, "obligation_names": OBLIGATION_NAMES, "nstrings": len(strings.values)}
     return index, {"strings": strings.values, "runs": details}

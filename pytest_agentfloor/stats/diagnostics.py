@@ -43,8 +43,9 @@ class Diagnostics:
 
 def counts_from_trajectory(traj: Mapping[str, Any]) -> dict[str, int]:
     """Diagnostic counts of one stored trajectory (``runs.jsonl`` ``trajectory`` field)."""
-    turns = traj.get("turns") or []
-    calls = [c for t in turns for c in (t.get("calls") or [])]
+    raw_turns = traj.get("turns")  # a damaged or hand-made record: what is not a list of objects counts nothing
+    turns = [t for t in raw_turns if isinstance(t, Mapping)] if isinstance(raw_turns, list) else []
+    calls = [c for t in turns if isinstance(t.get("calls"), list) for c in t["calls"] if isinstance(c, Mapping)]
     return {
         "calls": len(calls), "turns": len(turns),
         "calls_malformed": sum(1 for c in calls if c.get("malformed")),
