@@ -305,6 +305,9 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]] | N
     set_aside = sum(1 for r in candidate if r.get("tier") not in TIERS)
     candidate = [r for r in candidate if r.get("tier") in TIERS]
     cand_models = sorted({r["model"] for r in candidate})
+    if not candidate and set_aside:
+        raise GateError(f"it certifies ladder tiers ({', '.join(TIERS)}) and this run holds none "
+                        f"({set_aside} call-site or pressure record(s) set aside)")
     if len(cand_models) != 1:
         raise GateError(f"the gate compares one candidate model; this run has {cand_models or 'none'}")
     tail = decision_tail(alpha, decision)

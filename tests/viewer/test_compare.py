@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,28 @@ def test_changed_item_link_opens_both_runs_side_by_side(baseline: Path) -> None:
             assert "FAIL" in heads[1] and "PASS" in heads[2] and page.locator("#detail p.missing").count() == 0
         finally:
             browser.close()
+
+
+def test_call_site_runs_are_compared_and_the_ladder_gate_says_it_has_nothing_to_gate(tmp_path: Path) -> None:
+    """compare on call-site records: the paired row, then no gate (exit 0); a session that asks for the
+    gate on them fails with a message that says why, not 'has none'."""
+    where = tmp_path / "cs"
+    (where / "cases").mkdir(parents=True)
+    shutil.copytree(REPO / "cases" / "callsite", where / "cases" / "callsite")
+    shutil.copy(REPO / "models.toml", where / "models.toml")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    base = ["-m", "pytest", "cases/callsite/intent.toml", "-p", "no:cacheprovider", "-q", "--no-probe"]
+    for model, out in (("oracle", "base"), ("fault-over_actuate", "cand")):
+        subprocess.run([sys.executable, *base, "--model", model, "--agentfloor-report-dir", out], cwd=where,
+                       env=env, capture_output=True, text=True, timeout=300)
+    got = compare(str(where / "base" / "runs.jsonl"), str(where / "cand" / "runs.jsonl"))
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "callsite " in got.stdout
+    assert "agentfloor gate: none: it certifies ladder tiers (A0, A, B, C, D, E); these runs hold callsite records" \
+        in got.stdout
+    gated = subprocess.run([sys.executable, *base, "--model", "oracle", "--agentfloor-report-dir", "again",
+                            "--agentfloor-baseline", "base/runs.jsonl"], cwd=where, env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert gated.returncode == 1
+    assert "it certifies ladder tiers (A0, A, B, C, D, E) and this run holds none (24 call-site or pressure" \
+        in gated.stdout
