@@ -371,3 +371,16 @@ def test_import_writes_its_reports_in_the_project_not_in_a_common_ancestor(tmp_p
                 "-p", "no:cacheprovider", "-q"])
     assert code == 0
     assert list(project.glob("reports/sessions/*/runs.jsonl"))
+
+
+def test_a_command_whose_reader_closes_the_pipe_stops_without_a_traceback() -> None:
+    """`python -m pytest_agentfloor options-doc | head -1`: the reader is gone before the writes."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_agentfloor", "options-doc"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # every write from now on meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
