@@ -141,6 +141,25 @@ def run(cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+#: (project, where) of the commands this process already ran in that scratch project
+RAN: set[tuple[Path, str]] = set()
+
+
+def _run_producers(project: Path, where: str, cmd: str) -> None:
+    """Run the doc's earlier benchmark runs first when `cmd` reads records they write (`report
+    runs-1/runs.jsonl ...`): under xdist the earlier command may have run on another worker."""
+    reads = [w for w in shlex.split(cmd)[3:] if w.endswith(".jsonl") and not w.startswith("-")]
+    if all(next(project.glob(w), None) for w in reads):
+        return
+    doc, line = where.rsplit(":", 1)
+    for w, c in COMMANDS:
+        d, n = w.rsplit(":", 1)
+        if d == doc and int(n) < int(line) and c.startswith("pytest") and classify(c) == "run" \
+                and (project, w) not in RAN:
+            run(c, project)
+            RAN.add((project, w))
+
+
 def test_the_docs_show_commands_of_every_kind() -> None:
     kinds = {classify(cmd) for _, cmd in COMMANDS}
     assert {"run", "collect", "install", "suite"} <= kinds
@@ -155,7 +174,10 @@ def test_documented_command(project: Path, where: str, cmd: str) -> None:
         pytest.skip(f"{kind}: not run here (.ci/run installs and runs the suite)")
     if kind == "collect":
         cmd = re.sub(r"(^|\s)-n\s+\d+", r"\1-n 0", cmd) + " --co -q -p no:cacheprovider"
+    if kind == "run" and cmd.startswith("python"):
+        _run_producers(project, where, cmd)
     result = run(cmd, project)
+    RAN.add((project, where))
     # `compare` exits with the gate's verdict (1: the gate said no), like a pytest run whose model failed
     gated = "pytest_agentfloor compare" in cmd
     allowed = (0,) if kind == "collect" or (cmd.startswith("python") and not gated) else (0, 1)

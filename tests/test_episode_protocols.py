@@ -191,7 +191,7 @@ def test_protocol_from_ini_and_step_budget_scale_in_the_record(bench: pytest.Pyt
 
 @pytest.mark.parametrize("args,message", [
     (("--agentfloor-protocol", "paper"), "--agentfloor-protocol: expected one of agentfloor, tbb, legacy, got 'paper'"),
-    (("--step-budget-scale", "0"), "--step-budget-scale: expected a positive number, got '0'"),
+    (("--step-budget-scale", "0"), "--step-budget-scale: expected a positive number up to 100*got '0'"),
     (("--step-budget-scale", "two"), "--step-budget-scale: expected a positive number, got 'two'"),
     (("--agentfloor-protocol", "tbb", "--step-budget-scale", "2"), "--step-budget-scale: the tbb protocol's turn limit*"),
     (("--token-budget", "lots"), "--token-budget: expected a whole number*got 'lots'"),
