@@ -15,6 +15,16 @@ from pathlib import Path
 
 _TOKEN = re.compile(r"\x1b\[(?P<args>[0-?]*)(?P<cmd>[@-~])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\r\n\b]|[^\x1b\r\n\b]+")
 SGR = re.compile(r"\x1b\[[0-9;]*m")
+#: variables that would change what a pytest run draws on a terminal (CI mode, colour, size)
+TERMINAL_VARS = ("CI", "BUILD_NUMBER", "NO_COLOR", "PY_COLORS", "FORCE_COLOR", "COLUMNS", "LINES", "TERM")
+
+
+def terminal_env(repo: Path, **extra: str) -> dict[str, str]:
+    """This process's environment for a pytest run on the pty: none of TERMINAL_VARS, an xterm, and
+    `repo` (the checkout under test) first on the import path."""
+    env = {k: v for k, v in os.environ.items() if k not in TERMINAL_VARS}
+    env.update({"PYTHONPATH": str(repo), "TERM": "xterm-256color", **extra})
+    return env
 
 
 def run_in_pty(args: list[str], cwd: Path, env: dict[str, str], *, cols: int = 100, rows: int = 40,

@@ -11,7 +11,6 @@ measures it on this same run; the tests here check what does not depend on the m
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import shutil
@@ -25,7 +24,7 @@ import pytest
 
 from pytest_agentfloor.progress import ModelProgress, progress_line, schedule_eta
 from tests.fakeserver import FakeModelServer, Reply, reply
-from tests.ptyterm import SGR, run_in_pty
+from tests.ptyterm import SGR, run_in_pty, terminal_env
 
 REPO = Path(__file__).resolve().parents[1]
 COLS = 200
@@ -106,9 +105,7 @@ def run_live(project: Path, runs: int = RUNS) -> tuple[TimedServer, list[tuple[f
         (project / "models.toml").write_text(
             f'[models.fake]\nprovider = "openai"\nmodel = "tiny"\nbase_url = "{srv.server.openai_url}"\n'
             "retries = 0\ntimeout_s = 30\n")
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("CI", "BUILD_NUMBER", "NO_COLOR", "PY_COLORS", "FORCE_COLOR", "COLUMNS", "LINES", "TERM")}
-        env.update({"PYTHONPATH": str(REPO), "TERM": "xterm-256color"})
+        env = terminal_env(REPO)
         chunks: list[tuple[float, bytes]] = []
         status, raw = run_in_pty(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "cases", "--model", "fake",

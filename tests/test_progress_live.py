@@ -7,7 +7,6 @@ is drawn does not depend on timing; no assertion is on time."""
 from __future__ import annotations
 
 import io
-import os
 import re
 import shutil
 import sys
@@ -19,7 +18,7 @@ from _pytest._io import TerminalWriter
 
 from pytest_agentfloor.progress import (LiveFile, ModelProgress, Progress, choose_display, live_parts, render_live,
                                         visible_width)
-from tests.ptyterm import SGR, run_in_pty, screen
+from tests.ptyterm import SGR, run_in_pty, screen, terminal_env
 
 REPO = Path(__file__).resolve().parents[1]
 COLS = 200  # wide enough that no line of pytest's or ours wraps: screens compare line by line
@@ -50,9 +49,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(where: Path, *args: str, cols: int = COLS, **env: str) -> tuple[int, str]:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("CI", "BUILD_NUMBER", "NO_COLOR", "PY_COLORS", "FORCE_COLOR", "COLUMNS", "LINES", "TERM")}
-    clean.update({"PYTHONPATH": str(REPO), "TERM": "xterm-256color", **env})
+    clean = terminal_env(REPO, **env)
     return run_in_pty([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *args],
                       where, clean, cols=cols)
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.fakeserver import FakeModelServer, Reply, reply
-from tests.ptyterm import SGR, run_in_pty, screen
+from tests.ptyterm import SGR, run_in_pty, screen, terminal_env
 from tests.test_progress_concurrency import eta_seconds, timed_draws
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,9 +70,7 @@ def run_serial(project: Path, *args: str) -> tuple[int, str, list[tuple[float, l
         (project / "models.toml").write_text(
             f'[models.fake]\nprovider = "openai"\nmodel = "tiny"\nbase_url = "{server.openai_url}"\n'
             "retries = 0\ntimeout_s = 60\n")
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("CI", "BUILD_NUMBER", "NO_COLOR", "PY_COLORS", "FORCE_COLOR", "COLUMNS", "LINES", "TERM")}
-        env.update({"PYTHONPATH": str(REPO), "TERM": "xterm-256color"})
+        env = terminal_env(REPO)
         chunks: list[tuple[float, bytes]] = []
         status, raw = run_in_pty(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "cases", "--model", "fake",

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..report.format import DASH, TextTable, ci_pp, pct, pval, signed, usd
 from ..report.sections import ReportSection
+from .tables import svg_legend, svg_stack
 
 ENDING_COLOURS = {"passed": "#27ae60", "token_budget": "#e67e22", "call_limit": "#d35400", "turn_budget": "#f1c40f",
                   "infeasible": "#8e44ad", "truncated": "#c0392b", "other": "#7f8c8d"}
@@ -197,23 +198,16 @@ def frontier_svg(s: dict[str, Any]) -> str:
     for (config, arm), rs in groups.items():
         x0 = x
         for r in rs:
-            y = float(height)
-            for e in fr["endings"]:
-                k = r["endings"].get(e, 0)
-                if not k:
-                    continue
-                h = height * k / max(1, r["episodes"])
-                y -= h
-                parts.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{h:.1f}" fill="{ENDING_COLOURS[e]}">'
-                             f'<title>{escape(config)} {escape(arm)}, {r["calls"]} calls: {k} {escape(e)}</title></rect>')
+            parts += svg_stack(x, height, bar, r["episodes"], [
+                (r["endings"].get(e, 0), ENDING_COLOURS[e],
+                 f'{escape(config)} {escape(arm)}, {r["calls"]} calls: {r["endings"].get(e, 0)} {escape(e)}')
+                for e in fr["endings"]])
             parts.append(f'<text x="{x}" y="{height + 13}" font-size="9">{r["calls"]}</text>')
             x += bar + gap
         parts.append(f'<text x="{x0}" y="{height + 28}" font-size="9">{escape(config)}</text>'
                      f'<text x="{x0}" y="{height + 40}" font-size="9">{escape(arm)}</text>')
         x += group_gap
-    for i, e in enumerate(fr["endings"]):
-        parts.append(f'<rect x="{width - 140}" y="{10 + 14 * i}" width="10" height="10" fill="{ENDING_COLOURS[e]}"/>'
-                     f'<text x="{width - 126}" y="{19 + 14 * i}" font-size="10">{escape(e)}</text>')
+    parts += svg_legend(width, [(e, ENDING_COLOURS[e]) for e in fr["endings"]])
     parts.append("</svg>")
     return "".join(parts)
 

@@ -126,6 +126,27 @@ def tables(s: dict[str, Any]) -> list[TextTable]:
     return out
 
 
+def svg_stack(x: float, height: int, bar: int, total: int, segments: list[tuple[int, str, str]]) -> list[str]:
+    """One stacked bar of a share plot, from the axis up: (count, colour, escaped title) per segment,
+    each as tall as its share of `total`; empty segments draw nothing."""
+    out, y = [], float(height)
+    for k, colour, title in segments:
+        if not k:
+            continue
+        h = height * k / max(1, total)
+        y -= h
+        out.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{h:.1f}" fill="{colour}"><title>{title}</title>'
+                   f'</rect>')
+    return out
+
+
+def svg_legend(width: int, items: list[tuple[str, str]]) -> list[str]:
+    """The colour key in a share plot's right margin: (label, colour) per line."""
+    return [f'<rect x="{width - 140}" y="{10 + 14 * i}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{width - 126}" y="{19 + 14 * i}" font-size="10">{escape(label)}</text>'
+            for i, (label, colour) in enumerate(items)]
+
+
 def failure_svg(s: dict[str, Any]) -> str:
     """Stacked bars: failed share of episodes per pressure level, split by terminal flag."""
     rows = s.get("failure_records") or []
@@ -145,19 +166,12 @@ def failure_svg(s: dict[str, Any]) -> str:
              f'<line x1="{left}" y1="{height}" x2="{width - 150}" y2="{height}" stroke="#333"/>',
              f'<text x="2" y="12" font-size="10">100%</text><text x="2" y="{height}" font-size="10">0%</text>']
     for n, (key, flags) in enumerate(levels.items()):
-        x, y = left + n * (bar + gap), float(height)
-        for flag in FLAGS:
-            k = flags.get(flag, 0)
-            if not k:
-                continue
-            h = height * k / max(1, totals[key])
-            y -= h
-            parts.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{h:.1f}" fill="{COLOURS[flag]}">'
-                         f'<title>{escape(key[1])}: {k} {escape(flag)}</title></rect>')
+        x = left + n * (bar + gap)
+        parts += svg_stack(x, height, bar, totals[key],
+                           [(flags.get(f, 0), COLOURS[f], f"{escape(key[1])}: {flags.get(f, 0)} {escape(f)}")
+                            for f in FLAGS])
         parts.append(f'<text x="{x}" y="{height + 14}" font-size="9">{escape(key[1])}</text>')
-    for i, flag in enumerate(FLAGS[:-1]):
-        parts.append(f'<rect x="{width - 140}" y="{10 + 14 * i}" width="10" height="10" fill="{COLOURS[flag]}"/>'
-                     f'<text x="{width - 126}" y="{19 + 14 * i}" font-size="10">{escape(flag)}</text>')
+    parts += svg_legend(width, [(f, COLOURS[f]) for f in FLAGS[:-1]])
     parts.append("</svg>")
     return "".join(parts)
 
