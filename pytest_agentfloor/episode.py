@@ -21,6 +21,7 @@ from typing import Any, Callable
 from .context import prompt_cut
 from .handoffs import call_key, next_step
 from .harness_repairs import repaired_prompt, route_menu
+from .jsontext import sorted_json
 from .protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol
 from .providers.base import ContextLimitError, MalformedReply, Provider, ProviderError, deadline_in
 from .providers.endpoints import EpisodeNet, episode_net
@@ -53,7 +54,7 @@ _LEAK = re.compile(r"(<tool_call>|\"(name|function)\"\s*:\s*\"(" + "|".join(TOOL
 
 def plain(result: dict[str, Any]) -> str:
     """A tool's result as the model reads it without pressures: its JSON (keys sorted)."""
-    return json.dumps(result, sort_keys=True)
+    return sorted_json(result)
 
 
 def _canonical(name: str, args: dict[str, Any] | None) -> str:
@@ -147,7 +148,7 @@ def _play(case: ResolvedCase, provider: Provider, net: EpisodeNet, *, model: str
             if protocol.malformed_stop:
                 return "malformed_call"
             messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
-                             "content": json.dumps(call.result, sort_keys=True)})
+                             "content": sorted_json(call.result)})
             return None
         call.arguments = parsed if refused is None else None
         call.distractor = name in distractors

@@ -21,10 +21,11 @@ ends). :func:`next_step` decides, in this order:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .jsontext import sorted_json
 
 #: tools the controller may call: reads only (the sandbox's public read operations)
 READ_TOOLS: frozenset[str] = frozenset({"search_records", "lookup_record", "get_attribute"})
@@ -44,7 +45,7 @@ class Step:
 
 def call_key(name: str, args: Mapping[str, Any] | None) -> str:
     """A call's identity (tool and arguments in any key order), as the episode loop keys repeats."""
-    return f"{name}:{json.dumps(args, sort_keys=True)}"
+    return f"{name}:{sorted_json(args)}"
 
 
 def _fits(schema: Mapping[str, Any], args: Mapping[str, Any]) -> bool:

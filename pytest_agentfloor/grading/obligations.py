@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ..jsontext import sorted_json
 from ..matching import equal, norm, subset
 from ..suite.schema import AnswerCheck, ResolvedCase
 from ..trajectory import Trajectory
@@ -187,7 +188,7 @@ def workflow(case: ResolvedCase, traj: Trajectory) -> Verdict:
     missing = [s for s in case.steps if done[s.id] is None]
     if missing:
         s = missing[0]
-        want = f"{s.tool}({json.dumps(s.args, sort_keys=True)})" + (f" after {s.after}" if s.after else "")
+        want = f"{s.tool}({sorted_json(s.args)})" + (f" after {s.after}" if s.after else "")
         return Verdict("P", False, f"a successful {want}",
                        f"{len(missing)} of {len(case.steps)} required step(s) not done, first: {s.id!r}")
     return _pass("P")
@@ -305,7 +306,7 @@ def longest_identical_run(traj: Trajectory) -> tuple[int, str]:
     made (failed ones too, as the authors' call log), and that call's name."""
     best, best_name, run, last = 0, "", 0, None
     for c in traj.calls:
-        key = (c.name, json.dumps(c.arguments, sort_keys=True) if c.arguments is not None else c.raw_arguments)
+        key = (c.name, sorted_json(c.arguments) if c.arguments is not None else c.raw_arguments)
         run = run + 1 if key == last else 1
         last = key
         if run > best:

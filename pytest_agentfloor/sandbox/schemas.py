@@ -167,6 +167,10 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+#: the strict reader of argument text, made once (json.loads with hooks builds a decoder per call)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_read_int, parse_float=_read_float)
+
+
 def parse_arguments(raw: str) -> Any:
     """The model's argument text as JSON data; never runs or resolves anything in it.
 
@@ -176,7 +180,7 @@ def parse_arguments(raw: str) -> Any:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw, parse_constant=_reject_constant, parse_int=_read_int, parse_float=_read_float)
+        value = _DECODER.decode(raw)
     except RecursionError:
         raise HostileArguments(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels") from None
     except json.JSONDecodeError:

@@ -65,6 +65,30 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+Lookups = tuple[dict[str, Record], dict[str, set[str]], list[str], dict[str, Any]]
+#: id(fixtures) -> (fixtures, its lists' state, its lookups): read-only tables, built once per fixture set
+#: and not per episode (every run of a case plays the same fixtures); the fixtures are kept so an id is
+#: never reused, and lists replaced or grown since make the tables anew
+_LOOKUPS: dict[int, tuple[Fixtures, tuple[int, int, int, int], Lookups]] = {}
+_MAX_LOOKUPS = 512
+
+
+def _lookups(fixtures: Fixtures) -> Lookups:
+    """The sandbox's tables over `fixtures` (records by id, search tokens, collections, constraints)."""
+    state = (id(fixtures.records), len(fixtures.records), id(fixtures.constraints), len(fixtures.constraints))
+    found = _LOOKUPS.get(id(fixtures))
+    if found is not None and found[0] is fixtures and found[1] == state:
+        return found[2]
+    tables: Lookups = ({r.id: r for r in fixtures.records},
+                       {r.id: _tokens(" ".join([r.id, r.name, r.collection, *r.tags])) for r in fixtures.records},
+                       sorted({r.collection for r in fixtures.records}),
+                       {c.name: c for c in fixtures.constraints})
+    if len(_LOOKUPS) >= _MAX_LOOKUPS:  # fixtures made per item (a plug-in's kind): bounded, never a leak
+        _LOOKUPS.clear()
+    _LOOKUPS[id(fixtures)] = (fixtures, state, tables)
+    return tables
+
+
 class Sandbox:
     """Fresh per episode. `submissions` is the only state a tool can change."""
 
@@ -76,10 +100,7 @@ class Sandbox:
         self.tools = tools
         self.expected = expected if feedback else None
         self.feedback = feedback
-        self.records: dict[str, Record] = {r.id: r for r in fixtures.records}
-        self._index = {r.id: _tokens(" ".join([r.id, r.name, r.collection, *r.tags])) for r in fixtures.records}
-        self._collections = sorted({r.collection for r in fixtures.records})
-        self._constraints = {c.name: c for c in fixtures.constraints}
+        self.records, self._index, self._collections, self._constraints = _lookups(fixtures)
         self._failures_fired = [0] * len(fixtures.failures)
         self.submissions: list[dict[str, Any]] = []
 
