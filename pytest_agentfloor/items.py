@@ -26,7 +26,7 @@ from .prefetch import play_now, prefetcher_key, wait_for
 from .probe import gate
 from .providers.base import ProviderError
 from .render import safe_text
-from .results import INFRA_TERMINATIONS, properties, record_and_text
+from .results import INFRA_TERMINATIONS, compact, properties, record_and_text
 from .suite.loader import CaseError
 from .suite.schema import ResolvedCase
 from .trajectory import Trajectory
@@ -74,7 +74,8 @@ def register_kind_markers(config: pytest.Config, kind: CaseKind) -> None:
         done.add(kind.name)
 
 
-#: the records an item made in the current phase; plugin.py moves them onto that phase's report
+#: the records an item made in the current phase (results.compact: the fields that travel); plugin.py
+#: moves them onto that phase's report
 records_key = pytest.StashKey[list[dict[str, Any]]]()
 
 
@@ -94,9 +95,10 @@ def save_record(item: pytest.Item, record: dict[str, Any], text: str | None = No
     if hook.get_hookimpls():
         hook(record=record)
         text = None
+    small = compact(record)  # the fields that travel: the report's, and the JUnit properties'
     if junit_properties_wanted(item.config):
-        item.user_properties.extend(properties(record))
-    item.stash.setdefault(records_key, []).append(record)
+        item.user_properties.extend(properties(small))
+    item.stash.setdefault(records_key, []).append(small)
     item.config.stash[state_key].log().append(record, text)
 
 
@@ -117,7 +119,15 @@ class CaseFile(pytest.File):
             if first != self.path:  # records are keyed by case id: a second file would silently replace them
                 raise CaseError(self.path, [f"id: case id {entry.id!r} is already defined in {first}; "
                                             "every case file needs its own id"])
+        # markers every case of the file carries are the file's (items inherit them for -m, -k and
+        # get_closest_marker): one add_marker per file, not three per item
+        shared = set.intersection(*(set(e.markers) for e in entries)) if entries else set()
+        self.add_marker("agentfloor")
+        for marker in sorted(shared):
+            _register_marker(self.config, marker)
+            self.add_marker(marker)
         for entry in entries:
+            own = tuple(m for m in entry.markers if m not in shared)
             specs = [(v, i) for v, i in entry.specs
                      if (options.variants is None or v in options.variants)
                      and (options.instances is None or i in options.instances)]
@@ -128,7 +138,7 @@ class CaseFile(pytest.File):
                         item = CaseItem.from_parent(
                             self, name=item_name(entry.id, v, i, r, model.name),
                             nodeid=item_nodeid(self.nodeid, entry.id, v, i, r, model.name),
-                            entry=entry, variant=v, instance=i, run=r, model=model)
+                            entry=entry, variant=v, instance=i, run=r, model=model, markers=own)
                         tag = options.pressure_tag if self.kind.name == "episode" else ""
                         item.resume_key = resume_key(model.name, entry.id, v, i, r, entry.content_hash + tag,
                                                      fingerprint)
@@ -184,11 +194,12 @@ class CaseItem(pytest.Item):
     #: read by the plugin's per-item hooks instead of an isinstance check that would import this module
     agentfloor_case = True
 
-    def __init__(self, *, entry: Entry, variant: str, instance: str, run: int, model: ModelConfig, **kw: Any):
+    def __init__(self, *, entry: Entry, variant: str, instance: str, run: int, model: ModelConfig,
+                 markers: tuple[str, ...], **kw: Any):
+        """`markers`: the entry's markers its file does not carry already (CaseFile.collect)."""
         super().__init__(**kw)
         self.entry, self.variant, self.instance, self.run, self.model = entry, variant, instance, run, model
-        self.add_marker("agentfloor")
-        for marker in entry.markers + (entry.spec_markers(variant, instance) if entry.spec_markers else ()):
+        for marker in markers + (entry.spec_markers(variant, instance) if entry.spec_markers else ()):
             _register_marker(self.config, marker)
             self.add_marker(marker)
         self.extra_keyword_matches.update({entry.id, model_keyword(model.name)})

@@ -10,7 +10,9 @@ controller or any xdist worker) appends to, so all workers stop at the same tota
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -40,6 +42,13 @@ class History:
             self.cost_usd += float(cost)
             self.costed += 1
         self.wall_s += float(r.get("wall_s") or 0)
+
+    def merge(self, other: "History") -> None:
+        self.runs += other.runs
+        self.turns += other.turns
+        self.cost_usd += other.cost_usd
+        self.costed += other.costed
+        self.wall_s += other.wall_s
 
 
 @dataclass
@@ -72,15 +81,66 @@ class PlanRow:
         return self.items * h.wall_s / h.runs if h.runs else None
 
 
+
+#: beside a session's runs.jsonl: its sums per (model, tier), stamped with the size and mtime of the
+#: runs.jsonl they were read from, so that the plan (--co) reads one small file per earlier session
+#: instead of every record of it (twenty sessions of 2,000 items are 131 MB of JSON, seconds to parse)
+HISTORY_CACHE = "plan-history.json"
+
+
 def history(report_dir: Path) -> tuple[dict[tuple[str, str], History], int]:
-    """Per (model, tier) means over every session's runs.jsonl in the report dir (infra errors left out)."""
+    """Per (model, tier) sums over every session's runs.jsonl in the report dir (infra errors left out)."""
     out: dict[tuple[str, str], History] = defaultdict(History)
     files = sorted(Path(report_dir).glob("sessions/*/runs.jsonl"))
     for path in files:
-        for r in read_records(path)[0]:
-            if isinstance(r.get("model"), str) and isinstance(r.get("tier"), str) and not r.get("infra_error"):
-                out[(r["model"], r["tier"])].add(r)
+        for key, h in session_history(path).items():
+            out[key].merge(h)
     return dict(out), len(files)
+
+
+def session_history(path: Path) -> dict[tuple[str, str], History]:
+    """One session's sums: from its cache when that was made from the runs.jsonl as it is now, else
+    read from the records (and the cache written, where the directory lets it be)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    stamp = [st.st_size, st.st_mtime_ns]
+    cache = path.with_name(HISTORY_CACHE)
+    cached = _read_cache(cache, stamp)
+    if cached is not None:
+        return cached
+    sums: dict[tuple[str, str], History] = defaultdict(History)
+    for r in read_records(path)[0]:
+        if isinstance(r.get("model"), str) and isinstance(r.get("tier"), str) and not r.get("infra_error"):
+            sums[(r["model"], r["tier"])].add(r)
+    rows = [[m, t, h.runs, h.turns, h.cost_usd, h.costed, h.wall_s] for (m, t), h in sorted(sums.items())]
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+    try:  # best effort: a read-only report dir, a full disk only cost the next plan the same read
+        tmp.write_text(json.dumps({"stamp": stamp, "rows": rows}))
+        os.replace(tmp, cache)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+    return dict(sums)
+
+
+def _read_cache(cache: Path, stamp: list[int]) -> dict[tuple[str, str], History] | None:
+    """The cached sums if the cache holds well-formed rows for this stamp, else None (read the records)."""
+    try:
+        data = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("stamp") != stamp or not isinstance(data.get("rows"), list):
+        return None
+    out: dict[tuple[str, str], History] = {}
+    for row in data["rows"]:
+        if not (isinstance(row, list) and len(row) == 7 and all(isinstance(x, str) for x in row[:2])
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+                        for x in row[2:])):
+            return None
+        m, t, runs, turns, cost, costed, wall = row
+        out[(m, t)] = History(int(runs), float(turns), float(cost), int(costed), float(wall))
+    return out
 
 
 def build_plan(items: list[Any], report_dir: Path) -> tuple[list[PlanRow], int]:

@@ -478,9 +478,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     _mask_report(item.config, report)
     made = item.stash.get(items.records_key, None)
     if made:
-        from .results import compact
-
-        report.agentfloor_records = [compact(r) for r in made]  # type: ignore[attr-defined]
+        report.agentfloor_records = list(made)  # type: ignore[attr-defined]
         made.clear()
     return report
 

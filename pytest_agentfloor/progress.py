@@ -621,8 +621,9 @@ class Progress:
         """Count one report (under the lock); False when there is nothing to show for it."""
         p = self._model(name)
         played = report.nodeid in self.played  # its tokens and requests were counted as it finished
-        props: dict[str, Any] = dict(report.user_properties) if report.when != "teardown" else {}
-        if "tokens_in" in props:
+        # this phase's records (plugin.pytest_runtest_makereport; results.compact), with or without JUnit
+        # properties (xunit2 has none)
+        for props in (getattr(report, "agentfloor_records", None) or ()) if report.when != "teardown" else ():
             if not played:
                 p.tokens_in += int(props.get("tokens_in") or 0)
                 p.tokens_out += int(props.get("tokens_out") or 0)
@@ -762,7 +763,7 @@ class Progress:
 
 
 def _cost(value: object) -> float | None:
-    """A report's cost_usd property (text in JUnit form; empty: unknown) as dollars, None if unknown."""
+    """A record's cost_usd (a number; None, or empty text in JUnit form: unknown) as dollars, None if unknown."""
     if isinstance(value, bool) or value is None or value == "":
         return None
     try:

@@ -49,6 +49,10 @@ _USAGE_MAX = {"tokens_in": 1e8, "tokens_out": 1e8, "latency_s": 7 * 86400.0}
 
 def usage_invalid(tokens_in: object, tokens_out: object, latency_s: object) -> list[str]:
     """Names of server-reported usage figures that are negative, non-numeric or absurd (kept raw, flagged)."""
+    if (type(tokens_in) is int and type(tokens_out) is int and type(latency_s) is float  # the usual turn, at once
+            and 0 <= tokens_in <= _USAGE_MAX["tokens_in"] and 0 <= tokens_out <= _USAGE_MAX["tokens_out"]
+            and 0 <= latency_s <= _USAGE_MAX["latency_s"]):
+        return []
     bad = []
     for name, value in (("tokens_in", tokens_in), ("tokens_out", tokens_out), ("latency_s", latency_s)):
         if value is None:
@@ -60,8 +64,9 @@ def usage_invalid(tokens_in: object, tokens_out: object, latency_s: object) -> l
 
 def turn_usage_invalid(turn: Any) -> list[str]:
     """The usage figures of one turn that cannot be charged: out of range, or no count (named by its provider)."""
-    return sorted(set(usage_invalid(turn.tokens_in, turn.tokens_out, turn.latency_s))
-                  | set(getattr(turn, "usage_invalid", None) or ()))
+    named = getattr(turn, "usage_invalid", None)
+    found = usage_invalid(turn.tokens_in, turn.tokens_out, turn.latency_s)
+    return sorted(set(found) | set(named)) if found or named else []
 
 
 def episode_usage_invalid(traj: Trajectory) -> list[str]:
@@ -390,11 +395,11 @@ def junit_value(value: Any) -> str:
 
 
 def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
-    """(name, text) pairs for user_properties, and so JUnit XML <property> elements (junit_value;
-    its commonest case, a string, inline: this runs for every item)."""
+    """(name, text) pairs for user_properties, and so JUnit XML <property> elements (junit_value,
+    inline: this runs for every item)."""
     get = record.get
     return [(k, v if type(v) is str else "" if v is None else ("true" if v else "false") if v is True or v is False
-             else junit_value(v)) for k in PROPERTY_FIELDS for v in (get(k),)]
+             else str(v)) for k in PROPERTY_FIELDS for v in (get(k),)]
 
 
 class RunLog:
@@ -407,6 +412,7 @@ class RunLog:
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
+        self._end = -1  # the file's size after this writer's last append (-1: none yet)
         self._lock: Any = None
         self._thread_lock = threading.Lock()
 
@@ -429,21 +435,24 @@ class RunLog:
             self._lock = AppendLock(self.path, self._fd)
         with self._lock:
             # a writer killed mid-write (this session's earlier one, or another xdist worker) leaves a
-            # torn last line: start a new line, never extend it (one fstat and a 1-byte read per append)
+            # torn last line: start a new line, never extend it (one fstat per append, and a 1-byte read
+            # unless the file ends where this writer's own last complete line ended)
             size = os.fstat(self._fd).st_size
-            if size:
+            if size and size != self._end:
                 os.lseek(self._fd, size - 1, os.SEEK_SET)  # reads only: O_APPEND writes go to the end anyway
                 if os.read(self._fd, 1) != b"\n":
                     line = b"\n" + line
             view = memoryview(line)
             while view:
                 view = view[os.write(self._fd, view):]
+            self._end = size + len(line)
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
             self._lock = None
+            self._end = -1
 
 
 #: bad lines named one by one before the reader only counts them

@@ -44,10 +44,10 @@ def test_plan_says_unknown_for_an_unpriced_model_and_0_for_a_free_one(pytester: 
     assert "earlier runs of unpriced carry no cost" in out and "of free carry" not in out
 
 
-def _report(nodeid: str, cost: str) -> SimpleNamespace:
+def _report(nodeid: str, cost: float | None) -> SimpleNamespace:
+    """A call report as plugin.pytest_runtest_makereport leaves it: the phase's compact records on it."""
     return SimpleNamespace(nodeid=nodeid, when="call", passed=True, skipped=False, failed=False,
-                           user_properties=[("tokens_in", "10"), ("tokens_out", "2"), ("turns", "1"),
-                                            ("cost_usd", cost)])
+                           agentfloor_records=[{"tokens_in": 10, "tokens_out": 2, "turns": 1, "cost_usd": cost}])
 
 
 def _progress() -> Progress:
@@ -60,10 +60,10 @@ def _progress() -> Progress:
 def test_progress_cost_unknown_from_reports_and_zero_when_priced() -> None:
     progress = _progress()
     for i in range(3):
-        # the JUnit form of a record's property: empty for an unknown (null) cost
-        progress.pytest_runtest_logreport(_report(f"cases/tier_A/A1.toml::A1[v0-i{i}-r0-unpriced]", ""))
-        progress.pytest_runtest_logreport(_report(f"cases/tier_A/A1.toml::A1[v0-i{i}-r0-free]", "0.0"))
-        progress.pytest_runtest_logreport(_report(f"cases/tier_A/A1.toml::A1[v0-i{i}-r0-paid]", "0.25"))
+        # an unknown cost is null in the record
+        progress.pytest_runtest_logreport(_report(f"cases/tier_A/A1.toml::A1[v0-i{i}-r0-unpriced]", None))
+        progress.pytest_runtest_logreport(_report(f"cases/tier_A/A1.toml::A1[v0-i{i}-r0-free]", 0.0))
+        progress.pytest_runtest_logreport(_report(f"cases/tier_A/A1.toml::A1[v0-i{i}-r0-paid]", 0.25))
     lines = dict(zip(progress.models, progress.lines(200)))
     assert "| cost unknown |" in lines["unpriced"] and "$" not in lines["unpriced"]
     assert "| $0.0000 |" in lines["free"]
