@@ -75,7 +75,7 @@ def _env(workdir: Path, out: Path) -> dict[str, str]:
     return env
 
 
-Timings = tuple[float, dict[str, list[float]]]
+Timings = tuple[float, dict[str, Any]]
 
 
 def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int = 1) -> Timings:
@@ -89,10 +89,7 @@ def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int
              "--agentfloor-report-dir", str(workdir / "reports"), "--agentfloor-report", "none", "--rootdir", str(REPO),
              "-o", "addopts=", "-p", "no:benchmark", "-p", "no:hypothesis", "-p", "no:xdist",
              "--agentfloor-concurrency", str(concurrency)]
-    start = time.perf_counter()
-    subprocess.run(args, cwd=workdir, env=_env(workdir, out), check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    return wall, json.loads(out.read_text())
+    return _timed(args, workdir, _env(workdir, out), out)
 
 
 def run_bare(items: int, workdir: Path) -> Timings:
@@ -104,19 +101,39 @@ def run_bare(items: int, workdir: Path) -> Timings:
     args = [sys.executable, "-m", "pytest", str(bare / "test_bare.py"), "-q", "-p", "no:cacheprovider", "-p",
             "timing_plugin", "--rootdir", str(bare), "-p", "no:agentfloor", "-p", "no:benchmark", "-p", "no:hypothesis",
             "-p", "no:xdist"]
+    return _timed(args, workdir, {**_env(workdir, out), "AF_BARE_N": str(items)}, out)
+
+
+def _timed(args: list[str], workdir: Path, env: dict[str, str], out: Path) -> Timings:
+    """Run pytest; its wall time, and its CPU time (user+sys of the child) in the timings as "process_cpu"."""
+    before = _children_cpu()
     start = time.perf_counter()
-    subprocess.run(args, cwd=workdir, env={**_env(workdir, out), "AF_BARE_N": str(items)}, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(args, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
-    return wall, json.loads(out.read_text())
+    timings = json.loads(out.read_text())
+    timings["process_cpu"] = _children_cpu() - before
+    return wall, timings
 
 
-def per_item(fn: Callable[..., Timings], items: int, small: int, **kw: Any) -> tuple[float, float, float]:
-    """(median logstart->logfinish wall ms, the same in CPU ms, amortised wall ms per item)."""
-    small_wall, _ = fn(small, **kw)
+def _children_cpu() -> float:
+    try:
+        import resource
+    except ImportError:  # Windows: no CPU figure for the whole process, the per-item ones still hold
+        return float("nan")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def per_item(fn: Callable[..., Timings], items: int, small: int, **kw: Any) -> tuple[float, float, float, float]:
+    """(median logstart->logfinish wall ms, the same in CPU ms, amortised wall ms per item, amortised CPU
+    ms per item). The amortised figures are the difference of two run sizes, so start-up cancels out
+    and everything a user waits for per item counts: collection, the item, reporting, garbage
+    collection (bare pytest's grows with the reports it keeps; the median leaves it out)."""
+    small_wall, small_t = fn(small, **kw)
     wall, durations = fn(items, **kw)
     return (statistics.median(durations["wall"]) * 1e3, statistics.median(durations["cpu"]) * 1e3,
-            (wall - small_wall) / (items - small) * 1e3)
+            (wall - small_wall) / (items - small) * 1e3,
+            (durations["process_cpu"] - small_t["process_cpu"]) / (items - small) * 1e3)
 
 
 def main() -> None:
@@ -144,12 +161,14 @@ def main() -> None:
         for conc in [int(c) for c in args.concurrency.split(",")]:
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
             ours, bare = [], []
+            run(small, work, concurrency=conc)  # warm-up: the first run pays for compiling and caching
+            run_bare(small, work)
             for _ in range(args.best_of):  # interleaved, so that drifting load hits both alike
                 ours.append(per_item(run, args.items, small, workdir=work, concurrency=conc))
                 bare.append(per_item(run_bare, args.items, small, workdir=work))
             after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-            (o_med, o_cpu, o_am), (b_med, b_cpu, b_am) = ([min(x[i] for x in side) for i in range(3)]
-                                                          for side in (ours, bare))
+            (o_med, o_cpu, o_am, o_ac), (b_med, b_cpu, b_am, b_ac) = ([min(x[i] for x in side) for i in range(4)]
+                                                                      for side in (ours, bare))
             # the median over the repeats as well as the best: on a loaded machine the best alone flatters
             (o_mm, o_mc), (b_mm, b_mc) = ([statistics.median(x[i] for x in side) for i in range(2)]
                                           for side in (ours, bare))
@@ -157,7 +176,8 @@ def main() -> None:
                   f"{after:.1f} after): median per item (logstart->logfinish) agentfloor {o_med:.3f} ms vs bare pytest "
                   f"{b_med:.3f} ms = {o_med / b_med:.2f}x; in CPU time agentfloor {o_cpu:.3f} ms vs bare {b_cpu:.3f} ms "
                   f"= {o_cpu / b_cpu:.2f}x; amortised incl. collection+reporting agentfloor {o_am:.3f} ms vs bare "
-                  f"{b_am:.3f} ms = {o_am / b_am:.2f}x; median of the {args.best_of} repeats: per item agentfloor "
+                  f"{b_am:.3f} ms = {o_am / b_am:.2f}x, in process CPU {o_ac:.3f} ms vs {b_ac:.3f} ms = "
+                  f"{o_ac / b_ac:.2f}x; median of the {args.best_of} repeats: per item agentfloor "
                   f"{o_mm:.3f} ms vs bare {b_mm:.3f} ms = {o_mm / b_mm:.2f}x, CPU {o_mc:.3f} ms vs {b_mc:.3f} ms = "
                   f"{o_mc / b_mc:.2f}x", flush=True)
         if args.profile:

@@ -343,10 +343,12 @@ class CaseItem(pytest.Item):
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
         assert self.trajectory is not None  # a record is saved once the episode has played
+        hooked = bool(self.ihook.pytest_agentfloor_record.get_hookimpls())  # a hook reads the whole record
         save_record(self, *record_and_text(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
                                            protocol=self.config.stash[options_key].protocol.params(),
                                            judging=self.assessment, harness_error=harness_error,
-                                           secrets=self.config.stash[state_key].model_secrets()))
+                                           secrets=self.config.stash[state_key].model_secrets(),
+                                           text_only=not hooked))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):

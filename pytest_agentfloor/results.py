@@ -137,7 +137,8 @@ def _plain(value: Any) -> bool:
 def _kinds_values_plain(record: Mapping[str, Any]) -> bool:
     """Whether the values a case kind (a plug-in's too) puts into a record are JSON's own types: its
     facets and its verdicts' expected/observed. Every other field is built by record_and_text from
-    numbers and strings, or by pydantic's model_dump(mode="json") (trajectory, config), the protocol's
+    numbers and strings, or by pydantic's model_dump(mode="json") (trajectory, config; or the Trajectory
+    itself, which pydantic-core encodes the same), the protocol's
     params and the judge's own record: checked once by tests, not per record (a walk of the whole
     record costs more than json's encoder saves)."""
     facets = record.get("facets")
@@ -172,9 +173,14 @@ def _fast_text(record: Mapping[str, Any]) -> str | None:
 
 def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, config: ModelConfig,
                     nodeid: str, *, protocol: dict[str, Any] | None = None, judging: Any = None,
-                    harness_error: str | None = None, secrets: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+                    harness_error: str | None = None, secrets: tuple[str, ...] = (),
+                    text_only: bool = False) -> tuple[dict[str, Any], str]:
     """One run's record and its encode_record text; `protocol` is the Protocol's params(), so the record
     says its rules.
+
+    `text_only`: the caller stores the text and reads no more of the record than its scalar fields (no
+    hook will see it): the trajectory is then encoded straight from the model, without the dict of it
+    (the same text), and the record may hold the Trajectory itself under "trajectory".
 
     The record is encoded once: the usual record's text is shorter than MAX_TEXT_BYTES, so no text
     in it can need cap_text's cut (each string's UTF-8 is no longer than its ASCII-escaped JSON)
@@ -259,7 +265,7 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         # the grader's account, for the transcript viewer: expected vs observed of each unmet obligation
         "verdicts": [{"code": v.code, "ok": v.ok, **({} if v.ok else {"expected": v.expected, "observed": v.observed})}
                      for v in grade.verdicts] if grade else [],
-        "trajectory": traj.model_dump(mode="json"),
+        "trajectory": traj if text_only and not secrets else traj.model_dump(mode="json"),
     }
     if cost_known is not None:  # placed early: plan.CostMeter reads the first cost fields of each line
         record = _insert_after(record, "cost_usd", "cost_known_usd", cost_known)
@@ -271,6 +277,9 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
 
         record = mask(record, secrets)
     text = _fast_text(record)
+    if record["trajectory"] is traj and (text is None or len(text) > MAX_TEXT_BYTES):
+        record["trajectory"] = traj.model_dump(mode="json")  # json's encoder, or a cap, needs the plain data
+        text = None
     if text is None:
         try:
             text = encode_record(record)

@@ -483,6 +483,41 @@ def test_a_records_fast_text_reads_back_as_jsons_own_or_is_not_used() -> None:
     assert _fast_text({"facets": None, "verdicts": [{"code": "Q", "ok": False, "expected": 1.5, "observed": float("nan")}]}) is None
 
 
+def test_a_records_text_from_the_trajectory_model_is_the_text_from_its_dict() -> None:
+    """record_and_text(text_only=True) encodes the Trajectory itself (no dict of it per item): the same
+    runs.jsonl line as from the dict, for any content (non-ASCII, NaN, a transcript past the text cap:
+    those go the dict's way), and the record then holds plain data wherever the text needed it."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pytest_agentfloor.config import ModelConfig
+    from pytest_agentfloor.results import MAX_TEXT_BYTES, record_and_text
+    from pytest_agentfloor.suite.loader import load_case, resolve
+    from pytest_agentfloor.trajectory import ToolCall, Trajectory, Turn
+
+    raw, digest = load_case(REPO / "cases" / "tier_A" / "A1.toml")
+    case = resolve(raw, "v0", "i0", digest)
+    model = ModelConfig(name="m", provider="scripted", policy="oracle")
+    texts = st.text(max_size=30) | st.sampled_from(["caf\u00e9", "a\u2028b", "x" * (MAX_TEXT_BYTES + 10)])
+
+    @settings(max_examples=150, deadline=None)
+    @given(texts, texts, st.floats(), st.integers(0, 10**9))
+    def check(content: str, arguments: str, latency: float, tokens: int) -> None:
+        call = ToolCall(turn=0, id="c0", name="lookup_record", raw_arguments=arguments, result={"status": "ok"})
+        traj = Trajectory(case_id=case.id, tier=case.tier, variant="v0", instance="i0", run=0, model="m",
+                          tools=list(case.tools), messages=[{"role": "user", "content": content}],
+                          turns=[Turn(index=0, content=content, calls=[call], latency_s=latency, tokens_in=tokens)],
+                          final_answer=content)
+        plain_record, plain_text = record_and_text(case, traj, None, model, "n")
+        record, text = record_and_text(case, traj, None, model, "n", text_only=True)
+        assert text == plain_text
+        assert record["trajectory"] is traj or record["trajectory"] == plain_record["trajectory"]
+        if record["trajectory"] is traj:
+            assert text.isascii() and len(text) <= MAX_TEXT_BYTES
+
+    check()
+
+
 def test_subprocess_runs_import_this_checkout(pytester: pytest.Pytester) -> None:
     """Every check above runs pytest in a subprocess: it must load this checkout's plugin, not the copy an
     editable install points at (else a worktree's subprocess checks pass or fail on another branch's code)."""
