@@ -64,7 +64,7 @@ def usage_invalid(tokens_in: object, tokens_out: object, latency_s: object) -> l
 
 def turn_usage_invalid(turn: Any) -> list[str]:
     """The usage figures of one turn that cannot be charged: out of range, or no count (named by its provider)."""
-    named = getattr(turn, "usage_invalid", None)
+    named = getattr(turn, "usage_invalid", None) or ()
     found = usage_invalid(turn.tokens_in, turn.tokens_out, turn.latency_s)
     return sorted(set(found) | set(named)) if found or named else []
 
