@@ -10,6 +10,11 @@ their ratios.
 
     python benchmarks/bench_overhead.py [--items 2000] [--profile]
     python benchmarks/bench_overhead.py --items 1000 --concurrency 1,16,64   # look-ahead on vs off
+    python benchmarks/bench_overhead.py --instructions   # instructions per item (valgrind's callgrind)
+
+--instructions counts the instructions of whole pytest processes under callgrind at 20 and 120
+items, for both sides: the difference per item is steady on a loaded machine, where times move by
+a third between runs (it needs valgrind; about two minutes).
 
 N items are --agentfloor-runs up to 1000 (its maximum) times as many prompt variants as needed.
 Scripted models play inline whatever --agentfloor-concurrency says, so with concurrency on it
@@ -80,28 +85,34 @@ Timings = tuple[float, dict[str, Any]]
 
 def run(items: int, workdir: Path, profile: Path | None = None, concurrency: int = 1) -> Timings:
     out = workdir / "durations.json"
-    runs, variants = _runs_and_variants(items)
-    args = [sys.executable]
+    args = _args(items, workdir, concurrency)
     if profile:
-        args += ["-m", "cProfile", "-o", str(profile)]
-    args += ["-m", "pytest", str(REPO / "cases" / "tier_A" / "A1.toml"), "--model", "oracle", "--variants", variants,
+        args[1:1] = ["-m", "cProfile", "-o", str(profile)]
+    return _timed(args, workdir, _env(workdir, out), out)
+
+
+def _args(items: int, workdir: Path, concurrency: int = 1) -> list[str]:
+    runs, variants = _runs_and_variants(items)
+    return [sys.executable, "-m", "pytest", str(REPO / "cases" / "tier_A" / "A1.toml"), "--model", "oracle", "--variants", variants,
              "--instances", "i0", "--agentfloor-runs", str(runs), "-q", "-p", "no:cacheprovider", "-p", "timing_plugin",
              "--agentfloor-report-dir", str(workdir / "reports"), "--agentfloor-report", "none", "--rootdir", str(REPO),
              "-o", "addopts=", "-p", "no:benchmark", "-p", "no:hypothesis", "-p", "no:xdist",
              "--agentfloor-concurrency", str(concurrency)]
-    return _timed(args, workdir, _env(workdir, out), out)
 
 
 def run_bare(items: int, workdir: Path) -> Timings:
     """Bare pytest, the plugin disabled, on a trivial test parametrized `items` times."""
     out = workdir / "durations.json"
+    return _timed(_bare_args(workdir), workdir, {**_env(workdir, out), "AF_BARE_N": str(items)}, out)
+
+
+def _bare_args(workdir: Path) -> list[str]:
     bare = workdir / "bare"
     bare.mkdir(exist_ok=True)
     (bare / "test_bare.py").write_text(BARE_TEST)
-    args = [sys.executable, "-m", "pytest", str(bare / "test_bare.py"), "-q", "-p", "no:cacheprovider", "-p",
+    return [sys.executable, "-m", "pytest", str(bare / "test_bare.py"), "-q", "-p", "no:cacheprovider", "-p",
             "timing_plugin", "--rootdir", str(bare), "-p", "no:agentfloor", "-p", "no:benchmark", "-p", "no:hypothesis",
             "-p", "no:xdist"]
-    return _timed(args, workdir, {**_env(workdir, out), "AF_BARE_N": str(items)}, out)
 
 
 def _timed(args: list[str], workdir: Path, env: dict[str, str], out: Path) -> Timings:
@@ -124,6 +135,32 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def instructions(argv: list[str], workdir: Path, env: dict[str, str]) -> int:
+    """Instructions executed by a pytest process, under valgrind's callgrind."""
+    import re
+    import shutil
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions: valgrind is not installed (Debian: apt-get install valgrind)")
+    done = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], cwd=workdir,
+                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"--instructions: callgrind printed no count:\n{done.stderr[-400:]}")
+    return int(found.group(1))
+
+
+def instructions_per_item(workdir: Path, small: int = 20, big: int = 120) -> None:
+    out = workdir / "durations.json"
+    env = _env(workdir, out)
+    ours = [instructions(_args(n, workdir), workdir, env) for n in (small, big)]
+    bare = [instructions(_bare_args(workdir), workdir, {**env, "AF_BARE_N": str(n)}) for n in (small, big)]
+    o, b = ((x[1] - x[0]) / (big - small) for x in (ours, bare))
+    print(f"instructions per item ({small} vs {big} items, callgrind): agentfloor {o / 1e6:.2f} M vs bare pytest "
+          f"{b / 1e6:.2f} M = {o / b:.2f}x", flush=True)
+
+
 def per_item(fn: Callable[..., Timings], items: int, small: int, **kw: Any) -> tuple[float, float, float, float]:
     """(median logstart->logfinish wall ms, the same in CPU ms, amortised wall ms per item, amortised CPU
     ms per item). The amortised figures are the difference of two run sizes, so start-up cancels out
@@ -140,11 +177,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=150 if SMOKE else 2000)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--instructions", action="store_true", help="instructions per item under callgrind instead")
     ap.add_argument("--growth", action="store_true", help="amortised per-item cost at 100, 1,000 and 10,000 items")
     ap.add_argument("--concurrency", default="1", help="comma-separated --agentfloor-concurrency values to measure")
     ap.add_argument("--best-of", type=int, default=1 if SMOKE else 3, help="repeat each measurement (interleaved); prints the best and the median")
     args = ap.parse_args()
     small = max(10, min(100, args.items // 2))
+    if args.instructions:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "timing_plugin.py").write_text(TIMING_PLUGIN)
+            instructions_per_item(Path(tmp))
+        return
     if args.growth:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
