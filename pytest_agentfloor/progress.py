@@ -602,6 +602,9 @@ class Progress:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if (report.when != "call" and report.passed and self.display != "live"
+                and not getattr(report, "agentfloor_records", None)):
+            return  # a passed setup or teardown without records changes no count and draws nothing
         name = model_of(report.nodeid)
         if name is None:
             return
