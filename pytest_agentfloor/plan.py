@@ -81,10 +81,9 @@ class PlanRow:
         return self.items * h.wall_s / h.runs if h.runs else None
 
 
-
 #: beside a session's runs.jsonl: its sums per (model, tier), stamped with the size and mtime of the
 #: runs.jsonl they were read from, so that the plan (--co) reads one small file per earlier session
-#: instead of every record of it (twenty sessions of 2,000 items are 131 MB of JSON, seconds to parse)
+#: instead of every record of it (twenty sessions of 2,000 items are over 100 MB of JSON: seconds to parse)
 HISTORY_CACHE = "plan-history.json"
 
 

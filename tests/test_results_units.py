@@ -248,10 +248,11 @@ def test_compact_keeps_the_property_fields_and_fills_missing_ones_with_none() ->
 
 @pytest.mark.parametrize("value, text", [
     (None, ""), (True, "true"), (False, "false"), (0, "0"), (1, "1"), (0.25, "0.25"), ("F6", "F6"), ("", ""),
-    ({"a": 1}, "{'a': 1}"),
+    ({"a": 1}, "{'a': 1}"), (["x"], "['x']"), (float("nan"), "nan"),
 ])
 def test_junit_value(value: Any, text: str) -> None:
     assert junit_value(value) == text
+    assert dict(properties({"facets": value}))["facets"] == text  # properties inlines the same rule
 
 
 def test_properties_are_every_property_field_in_order() -> None:
