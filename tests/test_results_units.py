@@ -291,6 +291,34 @@ def test_an_append_after_a_torn_last_line_starts_a_new_line(tmp_path: Path) -> N
     assert read_records(path) == ([{"n": 1}, {"n": 3}, {"n": 4}], [f"{path}:2: not a JSON record, ignored"])
 
 
+def test_another_writers_torn_line_between_two_appends_is_never_extended(tmp_path: Path) -> None:
+    """RunLog skips the torn-line check when the file ends where its own last line did; another writer's
+    line in between (a torn one, or a whole one) changes that, and the check runs again."""
+    path = tmp_path / "runs.jsonl"
+    log = RunLog(path)
+    log.append({"n": 1})
+    with path.open("ab") as other:  # another xdist worker, killed mid-line
+        other.write(b'{"n": 2, "tor')
+    log.append({"n": 3})
+    with path.open("ab") as other:  # a whole line of another writer
+        other.write(b'{"n": 4}\n')
+    log.append({"n": 5})
+    log.close()
+    assert path.read_bytes() == b'{"n":1}\n{"n": 2, "tor\n{"n":3}\n{"n": 4}\n{"n":5}\n'
+
+
+def test_a_file_cut_back_to_a_torn_line_between_appends_gets_a_new_line(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    log = RunLog(path)
+    log.append({"n": 1})
+    log.append({"n": 2})
+    with path.open("r+b") as fh:  # cut inside the last line: the file is shorter than this writer left it
+        fh.truncate(len(b'{"n":1}\n{"n"'))
+    log.append({"n": 3})
+    log.close()
+    assert path.read_bytes() == b'{"n":1}\n{"n"\n{"n":3}\n'
+
+
 def test_append_line_writes_the_line_as_given(tmp_path: Path) -> None:
     path = tmp_path / "cache.jsonl"
     log = RunLog(path)
