@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,32 +115,65 @@ def session_history(path: Path) -> dict[tuple[str, str], History]:
         if isinstance(r.get("model"), str) and isinstance(r.get("tier"), str) and not r.get("infra_error"):
             sums[(r["model"], r["tier"])].add(r)
     rows = [[m, t, h.runs, h.turns, h.cost_usd, h.costed, h.wall_s] for (m, t), h in sorted(sums.items())]
-    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-    try:  # best effort: a read-only report dir, a full disk only cost the next plan the same read
-        tmp.write_text(json.dumps({"stamp": stamp, "rows": rows}))
-        os.replace(tmp, cache)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    _write_cache(cache, json.dumps({"stamp": stamp, "rows": rows}))
     return dict(sums)
 
 
-def _read_cache(cache: Path, stamp: list[int]) -> dict[tuple[str, str], History] | None:
-    """The cached sums if the cache holds well-formed rows for this stamp, else None (read the records)."""
+#: the largest cache read (a session of 100,000 items over 20 models and 6 tiers is about 20 KB)
+MAX_CACHE_BYTES = 1 << 20
+
+
+def _write_cache(cache: Path, text: str) -> None:
+    """Best effort (a read-only report dir or a full disk only cost the next plan the same read): a fresh
+    temporary file of its own (O_EXCL: never through a link someone left there), then renamed over the
+    cache (a link at the cache's name is replaced, not followed)."""
+    import tempfile
+
     try:
-        data = json.loads(cache.read_text())
-    except (OSError, ValueError):
+        fd, tmp = tempfile.mkstemp(prefix=f".{cache.name}.", suffix=".tmp", dir=cache.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, cache)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _read_cache(cache: Path, stamp: list[int]) -> dict[tuple[str, str], History] | None:
+    """The cached sums if the cache is a small regular file holding well-formed rows for this stamp, else
+    None (read the records): a link, a FIFO, a device or a huge file is never read, and no content crashes."""
+    try:
+        st = cache.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CACHE_BYTES:
+            return None
+        data = json.loads(cache.read_bytes())
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("stamp") != stamp or not isinstance(data.get("rows"), list):
         return None
     out: dict[tuple[str, str], History] = {}
     for row in data["rows"]:
-        if not (isinstance(row, list) and len(row) == 7 and all(isinstance(x, str) for x in row[:2])
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
-                        for x in row[2:])):
+        history = _cached_row(row)
+        if history is None:
             return None
-        m, t, runs, turns, cost, costed, wall = row
-        out[(m, t)] = History(int(runs), float(turns), float(cost), int(costed), float(wall))
+        out[(row[0], row[1])] = history
     return out
+
+
+def _cached_row(row: Any) -> History | None:
+    """A row [model, tier, runs, turns, cost, costed, wall] as records can make it, else None: whole counts
+    with 1 <= runs and costed <= runs, finite non-negative sums."""
+    if not (isinstance(row, list) and len(row) == 7 and isinstance(row[0], str) and isinstance(row[1], str)):
+        return None
+    m, t, runs, turns, cost, costed, wall = row
+    if not (type(runs) is int and type(costed) is int and 1 <= runs and 0 <= costed <= runs):
+        return None
+    sums = (turns, cost, wall)
+    if not all(type(x) in (int, float) and 0 <= x <= 1e300 for x in sums):  # no NaN, inf or 10**400 (no float)
+        return None
+    return History(runs, float(turns), float(cost), costed, float(wall))
 
 
 def build_plan(items: list[Any], report_dir: Path) -> tuple[list[PlanRow], int]:
