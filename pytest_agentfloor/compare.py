@@ -271,10 +271,10 @@ def stopped_reasons(runs_file: Path) -> list[str]:
 def _gate(args: argparse.Namespace, records: list[dict[str, Any]], path: Path, tiers: list[str] | None,
           floors: dict[str, float]) -> int:
     """Print the gate's lines as the session prints them; 0 passed, 1 failed, 75 no verdict (infrastructure)."""
-    from .gate import GateError, evaluate, load_baseline
+    from .gate import LADDER_ONLY, GateError, evaluate, load_baseline
     from .reportdir import read_session
-    from .suite.schema import TIERS
     from .runinfo import selection_text
+    from .suite.schema import TIERS
 
     stopped = stopped_reasons(path)
     run = read_session(path.parent) or {}
@@ -287,7 +287,7 @@ def _gate(args: argparse.Namespace, records: list[dict[str, Any]], path: Path, t
         # call-site and pressure records are compared above; the gate certifies ladder tiers, so it has
         # nothing to say here (not a failure: "cannot evaluate" made a call-site comparison exit 1)
         kinds = sorted({str(r.get("kind") or r.get("tier")) for r in records})
-        print(f"agentfloor gate: none: it certifies ladder tiers ({', '.join(TIERS)}); these runs hold "
+        print(f"agentfloor gate: none: {LADDER_ONLY}; these runs hold "
               f"{', '.join(kinds) or 'no'} records, compared above")
         return 0
     try:

@@ -41,6 +41,8 @@ from .suite.schema import TIERS
 
 LEGACY_PROTOCOL = "legacy"
 PASS, FAIL, INSUFFICIENT, NO_VERDICT = "PASS", "FAIL", "INSUFFICIENT EVIDENCE", "NO VERDICT"
+#: what the gate can judge: call-site and pressure records are compared and reported, never gated
+LADDER_ONLY = f"it certifies ladder tiers ({', '.join(TIERS)})"
 
 _FLOOR = re.compile(r"^(?:tier_)?(A0|A|B|C|D|E|all)\s*>=\s*([0-9]*\.?[0-9]+)(%?)$")
 
@@ -306,7 +308,7 @@ def evaluate(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]] | N
     candidate = [r for r in candidate if r.get("tier") in TIERS]
     cand_models = sorted({r["model"] for r in candidate})
     if not candidate and set_aside:
-        raise GateError(f"it certifies ladder tiers ({', '.join(TIERS)}) and this run holds none "
+        raise GateError(f"{LADDER_ONLY} and this run holds none "
                         f"({set_aside} call-site or pressure record(s) set aside)")
     if len(cand_models) != 1:
         raise GateError(f"the gate compares one candidate model; this run has {cand_models or 'none'}")

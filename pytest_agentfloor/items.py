@@ -84,16 +84,21 @@ def junit_properties_wanted(config: pytest.Config) -> bool:
     return not (getattr(config.option, "xmlpath", None) and config.getini("junit_family") == "xunit2")
 
 
-def save_record(item: pytest.Item, record: dict[str, Any], text: str | None = None) -> None:
+def record_hooked(item: pytest.Item) -> bool:
+    """Whether a pytest_agentfloor_record implementation will read (and may change) the item's records."""
+    return bool(item.ihook.pytest_agentfloor_record.get_hookimpls())
+
+
+def save_record(item: pytest.Item, record: dict[str, Any], text: str | None = None,
+                hooked: bool | None = None) -> None:
     """Store one run record: hooks, runs.jsonl, the item's report (for the controller) and JUnit properties.
 
     Benchmark items and users' tests (through `agentfloor_episode(..., record=True)`) share this.
     `text` is the record's encode_record text (results.record_and_text), reused for its runs.jsonl
     line unless a pytest_agentfloor_record implementation may have added fields.
     """
-    hook = item.ihook.pytest_agentfloor_record
-    if hook.get_hookimpls():
-        hook(record=record)
+    if record_hooked(item) if hooked is None else hooked:
+        item.ihook.pytest_agentfloor_record(record=record)
         text = None
     small = compact(record)  # the fields that travel: the report's, and the JUnit properties'
     if junit_properties_wanted(item.config):
@@ -343,12 +348,12 @@ class CaseItem(pytest.Item):
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
         assert self.trajectory is not None  # a record is saved once the episode has played
-        hooked = bool(self.ihook.pytest_agentfloor_record.get_hookimpls())  # a hook reads the whole record
+        hooked = record_hooked(self)  # a hook reads the whole record: it gets plain data
         save_record(self, *record_and_text(self.resolved_case, self.trajectory, result, self.model, self.nodeid,
                                            protocol=self.config.stash[options_key].protocol.params(),
                                            judging=self.assessment, harness_error=harness_error,
                                            secrets=self.config.stash[state_key].model_secrets(),
-                                           text_only=not hooked))
+                                           text_only=not hooked), hooked=hooked)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (CaseFailed, InfrastructureError, ContextLimitReached)):

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from . import __version__
 from .config import ModelConfig
 from .grading import Grade
+from .memo import PerObject
 from .suite.schema import ResolvedCase
 from .trajectory import Trajectory
 
@@ -384,14 +385,11 @@ def compact(record: dict[str, Any]) -> dict[str, Any]:
 def _public(config: ModelConfig) -> dict[str, Any]:
     """config.public(), computed once per configuration (it is frozen) and copied per record: a model_dump
     per item cost more than the rest of the record's fields together."""
-    found = _PUBLIC.get(id(config))
-    if found is None or found[0] is not config:
-        found = _PUBLIC[id(config)] = (config, config.public())
-    return {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v for k, v in found[1].items()}
+    return {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v
+            for k, v in _PUBLIC(config).items()}
 
 
-#: id(config) -> (config, its public view); the config is kept, so its id is never reused
-_PUBLIC: dict[int, tuple[ModelConfig, dict[str, Any]]] = {}
+_PUBLIC: "PerObject[ModelConfig, dict[str, Any]]" = PerObject(lambda config: config.public())
 
 
 def junit_value(value: Any) -> str:

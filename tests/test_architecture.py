@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent / PKG
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("", "config", "context", "render", "matching", "nodeids", "runinfo", "reportdir", "shard",
                     "hookspec", "junit", "progress", "kindspec", "trajectory", "report.format", "report.args", "locking", "casefiles", "versions", "masking",
-                    "harness_repairs", "handoffs", "jsontext")),
+                    "harness_repairs", "handoffs", "jsontext", "memo")),
     ("case data", ("suite", "suite.schema", "suite.predicates", "suite.loader", "suite.table", "suite.calibration", "protocol",
                    "sandbox", "sandbox.*", "kinds", "pressure", "pressure.cell", "pressure.catalogue",
                    "pressure.encoding", "pressure.menu", "pressure.family", "pressure.compiler", "pressure.routes",

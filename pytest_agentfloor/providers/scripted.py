@@ -11,6 +11,7 @@ import json
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from ..memo import PerObject
 from .base import Reply, ToolCallOut
 
 if TYPE_CHECKING:
@@ -21,26 +22,19 @@ Call = tuple[str, dict[str, Any]]
 Policy = Callable[["ResolvedCase", int], "list[Call] | str"]
 
 
-def _ref_turns(case: "ResolvedCase") -> list[list[Call] | str]:
-    """The reference solution's turns, read-only: made once per case object (every run of a case, every
-    turn of an episode asks for them; an instant model must not cost the harness's per-item budget)."""
-    found = _REF.get(id(case))
-    if found is not None and found[0] is case:
-        return found[1]
+def _reference(case: "ResolvedCase") -> list[list[Call] | str]:
     out: list[list[Call] | str] = []
     for t in case.reference:
         if t.calls:
             out.append([(c.tool, dict(c.args)) for c in t.calls])
         else:
             out.append(t.final or "")
-    if len(_REF) >= 512:  # cases made per item (pressure cells): bounded
-        _REF.clear()
-    _REF[id(case)] = (case, out)
     return out
 
 
-#: id(case) -> (case, its reference turns); the case is kept so that its id is never reused
-_REF: dict[int, tuple[Any, list[list[Call] | str]]] = {}
+#: the reference solution's turns, read-only: made once per case object (every run of a case, every turn
+#: of an episode asks for them; an instant model must not cost the harness's per-item budget)
+_ref_turns: "PerObject[ResolvedCase, list[list[Call] | str]]" = PerObject(_reference)
 
 
 def _final_text(case: "ResolvedCase") -> str:

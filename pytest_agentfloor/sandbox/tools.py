@@ -11,6 +11,7 @@ import re
 from typing import Any, Callable
 
 from ..matching import equal, subset
+from ..memo import PerObject
 from ..suite.schema import Fixtures, Record
 from .schemas import validate_arguments
 
@@ -66,27 +67,19 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 
 
 Lookups = tuple[dict[str, Record], dict[str, set[str]], list[str], dict[str, Any]]
-#: id(fixtures) -> (fixtures, its lists' state, its lookups): read-only tables, built once per fixture set
-#: and not per episode (every run of a case plays the same fixtures); the fixtures are kept so an id is
-#: never reused, and lists replaced or grown since make the tables anew
-_LOOKUPS: dict[int, tuple[Fixtures, tuple[int, int, int, int], Lookups]] = {}
-_MAX_LOOKUPS = 512
 
 
-def _lookups(fixtures: Fixtures) -> Lookups:
+def _tables(fixtures: Fixtures) -> Lookups:
     """The sandbox's tables over `fixtures` (records by id, search tokens, collections, constraints)."""
-    state = (id(fixtures.records), len(fixtures.records), id(fixtures.constraints), len(fixtures.constraints))
-    found = _LOOKUPS.get(id(fixtures))
-    if found is not None and found[0] is fixtures and found[1] == state:
-        return found[2]
-    tables: Lookups = ({r.id: r for r in fixtures.records},
-                       {r.id: _tokens(" ".join([r.id, r.name, r.collection, *r.tags])) for r in fixtures.records},
-                       sorted({r.collection for r in fixtures.records}),
-                       {c.name: c for c in fixtures.constraints})
-    if len(_LOOKUPS) >= _MAX_LOOKUPS:  # fixtures made per item (a plug-in's kind): bounded, never a leak
-        _LOOKUPS.clear()
-    _LOOKUPS[id(fixtures)] = (fixtures, state, tables)
-    return tables
+    return ({r.id: r for r in fixtures.records},
+            {r.id: _tokens(" ".join([r.id, r.name, r.collection, *r.tags])) for r in fixtures.records},
+            sorted({r.collection for r in fixtures.records}),
+            {c.name: c for c in fixtures.constraints})
+
+
+#: read-only tables, built once per fixture set and not per episode (every run of a case plays the same
+#: fixtures); lists replaced or grown since make them anew
+_lookups = PerObject(_tables, state=lambda f: (id(f.records), len(f.records), id(f.constraints), len(f.constraints)))
 
 
 class Sandbox:
