@@ -86,7 +86,12 @@ def junit_properties_wanted(config: pytest.Config) -> bool:
 
 def record_hooked(item: pytest.Item) -> bool:
     """Whether a pytest_agentfloor_record implementation will read (and may change) the item's records."""
-    return bool(item.ihook.pytest_agentfloor_record.get_hookimpls())
+    return bool(_relay(item).pytest_agentfloor_record.get_hookimpls())
+
+
+def _relay(item: pytest.Item) -> Any:
+    """The item's hook relay: a CaseItem's made once (each `item.ihook` looks up the conftests of its path)."""
+    return item.relay if isinstance(item, CaseItem) else item.ihook
 
 
 def save_record(item: pytest.Item, record: dict[str, Any], text: str | None = None,
@@ -98,7 +103,7 @@ def save_record(item: pytest.Item, record: dict[str, Any], text: str | None = No
     line unless a pytest_agentfloor_record implementation may have added fields.
     """
     if record_hooked(item) if hooked is None else hooked:
-        item.ihook.pytest_agentfloor_record(record=record)
+        _relay(item).pytest_agentfloor_record(record=record)
         text = None
     small = compact(record)  # the fields that travel: the report's, and the JUnit properties'
     if junit_properties_wanted(item.config):
@@ -213,6 +218,14 @@ class CaseItem(pytest.Item):
         self.result: Any = None  # the kind's grade, computed in setup
         self.resume_key = ""
         self._resolved: Any = None
+        self._relay: Any = None
+
+    @property
+    def relay(self) -> Any:
+        """`self.ihook`, looked up once while the item runs (grading and the record hook both ask for it)."""
+        if self._relay is None:
+            self._relay = self.ihook
+        return self._relay
 
     @property
     def resolved_case(self) -> Any:
@@ -288,7 +301,7 @@ class CaseItem(pytest.Item):
             raise InfrastructureError(safe_text(f"infrastructure error (judge): {self.assessment.error}"))
         judged = self.assessment.by_predicate() if self.assessment is not None else {}
         try:  # only kinds with semantic checks (the ladder's episodes) receive the verdicts
-            self.result = self.kind.grade(case, self.trajectory, self.ihook, *((judged,) if judged else ()))
+            self.result = self.kind.grade(case, self.trajectory, self.relay, *((judged,) if judged else ()))
         except Exception as exc:  # a grader's crash is the harness's fault: an error, and the record is kept
             why = str(exc) if isinstance(exc, GraderCrashed) else f"grader crashed: {type(exc).__name__}: {exc}"
             why = " ".join(why.split())[:300]
@@ -344,7 +357,7 @@ class CaseItem(pytest.Item):
                              + "".join(f"\n{safe_text(line)}" for line in lines[:MAX_JUDGE_LINES]))
 
     def teardown(self) -> None:
-        self.trajectory = self.assessment = self.result = self._resolved = None  # the record holds it now; keeping it would grow memory (and GC time) per item
+        self.trajectory = self.assessment = self.result = self._resolved = self._relay = None  # the record holds it now; keeping it would grow memory (and GC time) per item
 
     def _save_record(self, result: Any, harness_error: str | None = None) -> None:
         assert self.trajectory is not None  # a record is saved once the episode has played

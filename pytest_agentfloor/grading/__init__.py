@@ -74,7 +74,8 @@ def _others(caller: Any) -> bool:
     """Whether a hook has an implementation besides the plugin's own default (grading/defaults.py).
 
     A relay that is not pluggy's (no get_hookimpls: a test's stand-in) is always called."""
-    from . import defaults
-
     impls = getattr(caller, "get_hookimpls", None)
     return impls is None or any(impl.plugin is not defaults for impl in impls())
+
+
+from . import defaults  # noqa: E402 - it imports the obligations above; _others compares plugins to it

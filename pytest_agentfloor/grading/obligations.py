@@ -13,6 +13,8 @@ from typing import Any, Callable, Mapping
 
 from ..jsontext import sorted_json
 from ..matching import equal, norm, subset
+from ..protocol import PROTOCOLS
+from ..suite.predicates import predicate_of
 from ..suite.schema import AnswerCheck, ResolvedCase
 from ..trajectory import Trajectory
 
@@ -206,8 +208,6 @@ def answer(case: ResolvedCase, traj: Trajectory, judgments: Mapping[str, Any] | 
     text = traj.final_answer
     if not text or not text.strip():
         return Verdict("Q", False, "a final answer", "no final answer text")
-    from ..suite.predicates import predicate_of
-
     for check in case.gold.answer:
         judged = judgments.get(predicate_of(check)) if judgments and check.semantic else None
         if judged is not None and judged.source == "judge":
@@ -275,18 +275,22 @@ _OVER = {"turn_budget": "turn budget used up", "call_limit": "call limit reached
 
 def budget(case: ResolvedCase, traj: Trajectory) -> Verdict:
     """Only the limits the trajectory's protocol enforced (a None limit was not enforced)."""
+    if traj.termination in _OVER:
+        return Verdict("B", False, _limits(traj), _OVER[traj.termination])
     n_calls = len(traj.calls)
     tokens = traj.tokens_in + traj.tokens_out
-    limits = ", ".join([f"<= {traj.turn_budget} turns"]
-                       + ([f"<= {traj.call_limit} calls"] if traj.call_limit is not None else [])
-                       + ([f"<= {traj.token_budget} tokens"] if traj.token_budget is not None else []))
-    if traj.termination in _OVER:
-        return Verdict("B", False, limits, _OVER[traj.termination])
     turns = len(traj.requests)  # model requests: the controller's turns make none
     if (turns > traj.turn_budget or (traj.call_limit is not None and n_calls > traj.call_limit)
             or (traj.token_budget is not None and tokens > traj.token_budget)):
-        return Verdict("B", False, limits, f"{turns} turns, {n_calls} calls, {tokens} tokens")
+        return Verdict("B", False, _limits(traj), f"{turns} turns, {n_calls} calls, {tokens} tokens")
     return _pass("B")
+
+
+def _limits(traj: Trajectory) -> str:
+    """The limits the trajectory's protocol enforced, as the budget verdict states them."""
+    return ", ".join([f"<= {traj.turn_budget} turns"]
+                     + ([f"<= {traj.call_limit} calls"] if traj.call_limit is not None else [])
+                     + ([f"<= {traj.token_budget} tokens"] if traj.token_budget is not None else []))
 
 
 def _unchecked_submissions(case: ResolvedCase, traj: Trajectory) -> list[str]:
@@ -319,8 +323,6 @@ def longest_identical_run(traj: Trajectory) -> tuple[int, str]:
 
 
 def _repeat_rule(traj: Trajectory) -> str:
-    from ..protocol import PROTOCOLS
-
     proto = PROTOCOLS.get(traj.protocol or "")
     return proto.repeat_rule if proto is not None else "any"
 

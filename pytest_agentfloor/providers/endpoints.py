@@ -17,13 +17,12 @@ model on the same server share one hold.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 #: the longest Retry-After honoured; a server asking for more gets the error instead (the hold is capped here)
 RETRY_AFTER_CAP_S = 60.0
@@ -50,15 +49,20 @@ class EpisodeNet:
 _NET: contextvars.ContextVar[EpisodeNet | None] = contextvars.ContextVar("agentfloor_net", default=None)
 
 
-@contextlib.contextmanager
-def episode_net() -> Iterator[EpisodeNet]:
-    """The account of the requests made inside the block (the episode loop opens one per episode)."""
-    net = EpisodeNet()
-    token = _NET.set(net)
-    try:
-        yield net
-    finally:
-        _NET.reset(token)
+class episode_net:  # noqa: N801 - used as a function: `with episode_net() as net:`
+    """The account of the requests made inside the block (the episode loop opens one per episode).
+
+    A class, not a contextlib generator: one is entered per item."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> EpisodeNet:
+        net = EpisodeNet()
+        self._token = _NET.set(net)
+        return net
+
+    def __exit__(self, *exc: object) -> None:
+        _NET.reset(self._token)
 
 
 def note_served(endpoint: str) -> None:

@@ -35,6 +35,11 @@ def _reference(case: "ResolvedCase") -> list[list[Call] | str]:
 #: the reference solution's turns, read-only: made once per case object (every run of a case, every turn
 #: of an episode asks for them; an instant model must not cost the harness's per-item budget)
 _ref_turns: "PerObject[ResolvedCase, list[list[Call] | str]]" = PerObject(_reference)
+#: a call's arguments as the model's JSON text, once per arguments object (the reference's are read-only)
+_arguments_text: "PerObject[dict[str, Any], str]" = PerObject(json.dumps)
+#: whether a case type answers for itself (scripted_output): asked per reply, a missing attribute of a
+#: pydantic model class costs an exception each time
+_answers_itself: "PerObject[type, bool]" = PerObject(lambda kind: callable(getattr(kind, "scripted_output", None)))
 
 
 def _final_text(case: "ResolvedCase") -> str:
@@ -255,7 +260,7 @@ class ScriptedProvider:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase") -> Reply:
         t = sum(1 for m in messages if m["role"] == "assistant")
-        own = getattr(case, "scripted_output", None) if callable(getattr(type(case), "scripted_output", None)) else None
+        own = case.scripted_output if _answers_itself(type(case)) else None
         thought = 0  # completion tokens spent before the reply (menu_shy on a large menu)
         if own is not None:  # a kind's case answers for itself (the call sites', a plug-in's: docs/kinds.md)
             action: "list[Call] | str" = own(self.config.policy or "oracle")
@@ -272,7 +277,7 @@ class ScriptedProvider:
         if isinstance(action, str):
             return Reply(content=action, tokens_in=tokens_in, tokens_out=len(action) // 4 + 1 + thought)
         calls = [ToolCallOut(id=f"call_{t}_{j}", name=name,
-                             arguments=args if isinstance(args, str) else json.dumps(args))
+                             arguments=args if isinstance(args, str) else _arguments_text(args))
                  for j, (name, args) in enumerate(action)]
         return Reply(content=None, tool_calls=calls, finish_reason="tool_calls", tokens_in=tokens_in,
                      tokens_out=sum(len(c.arguments) for c in calls) // 4 + 8 + thought)

@@ -4,6 +4,7 @@ like any other kind; the pressure kind plays and grades its cells the same way."
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,9 +43,7 @@ class EpisodeKind:
 
     def play(self, options: Options, case: ResolvedCase, model: ModelConfig, provider: Provider,
              run: int) -> Trajectory:
-        from ..episode import run_episode
-        from ..grading import remaining_steps
-
+        run_episode, remaining_steps = _episode_parts()
         return run_episode(case, provider, model=model.name, run=run, system_prompt=model.system_prompt,
                            protocol=options.protocol, timeout_s=options.episode_timeout,
                            remaining_steps=remaining_steps, repairs=tuple(model.repairs or ()))
@@ -52,6 +51,21 @@ class EpisodeKind:
     def grade(self, case: ResolvedCase, trajectory: Trajectory, hook: Any,
               judgments: Mapping[str, Any] | None = None) -> Grade:
         """`judgments`: the semantic verdicts by predicate (judge.assess), when the item has any."""
-        from ..grading import grade
+        return _grade()(case, trajectory, hook, judgments)
 
-        return grade(case, trajectory, hook, judgments)
+
+@functools.cache
+def _episode_parts() -> tuple[Any, Any]:
+    """The episode loop and the infeasibility count, imported on first play (collection needs neither),
+    once: an import statement per item costs more than the lookup."""
+    from ..episode import run_episode
+    from ..grading import remaining_steps
+
+    return run_episode, remaining_steps
+
+
+@functools.cache
+def _grade() -> Any:
+    from ..grading import grade
+
+    return grade
