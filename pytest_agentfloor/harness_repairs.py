@@ -70,7 +70,7 @@ def sentences(text: str) -> list[str]:
 
 def repaired_prompt(base: str, repairs: Sequence[str]) -> str:
     """`base` with the prompt repairs in `repairs` applied at seed 002's placement (module doc)."""
-    if not {"workflow_prompt", "interface_guide"} & set(repairs):
+    if not repairs or not {"workflow_prompt", "interface_guide"} & set(repairs):
         return base
     parts = sentences(base)
     if len(parts) < 2:

@@ -128,9 +128,10 @@ def _activate(config: pytest.Config, active: bool) -> "Options":
     if active and not hasattr(config, "workerinput"):
         if options.plan:  # collect only: no report dir, no probe, no model server, no xdist workers
             config.option.collectonly = True
-        from .junit import JUnitNames
+        if getattr(config.option, "xmlpath", None):  # no JUnit XML written: nothing to name, no hook per report
+            from .junit import JUnitNames
 
-        config.pluginmanager.register(JUnitNames(config), "agentfloor-junit")
+            config.pluginmanager.register(JUnitNames(config), "agentfloor-junit")
     if active and targets_cases(config):
         # a broken case file is reported as a collection error, but must not stop a sweep
         config.option.continue_on_collection_errors = True

@@ -181,7 +181,8 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
 
     `text_only`: the caller stores the text and reads no more of the record than its scalar fields (no
     hook will see it): the trajectory is then encoded straight from the model, without the dict of it
-    (the same text), and the record may hold the Trajectory itself under "trajectory".
+    (the same text), and the record may hold the Trajectory itself under "trajectory" and the configuration's
+    shared public view (never to be changed) under "config".
 
     The record is encoded once: the usual record's text is shorter than MAX_TEXT_BYTES, so no text
     in it can need cap_text's cut (each string's UTF-8 is no longer than its ASCII-escaped JSON)
@@ -258,7 +259,7 @@ def record_and_text(case: ResolvedCase, traj: Trajectory, grade: Grade | None, c
         "usage_invalid": bad_usage,
         "error": harness_error or (traj.error if traj.error or judge_error is None else judge_error),
         "case_hash": case.content_hash,
-        "config": _public(config),
+        "config": _PUBLIC(config) if text_only else _public(config),  # text only: no one holds the dict
         "obligations": {v.code: v.ok for v in grade.verdicts} if grade else {},
         "kind": getattr(case, "kind", "episode"),
         # kind-specific scalar facts (a call site's site, group, whether it acted or refused, ...)
