@@ -65,6 +65,138 @@ def test_trivial(i):
     assert i >= 0
 """
 
+#: the floor: a hand-written item doing in plain Python what a benchmark item must do for the oracle on
+#: A1 (a two-turn episode with one tool call, nine checks, a record of the same fields and size as ours
+#: appended as one line under flock, 40 JUnit properties), with no generality, validation or hooks: what
+#: pytest's protocol plus that work costs, so the figure for agentfloor has a reachable reference
+FLOOR_PLUGIN = r'''
+import json, os, pytest
+try:
+    import fcntl
+except ImportError:  # Windows: no lock, the write alone
+    fcntl = None
+SYSTEM = ("You are an operations assistant working in a sandbox of synthetic business records. Use the provided "
+          "tools to look up what you need; never guess record ids or values. When the task asks for a decision, "
+          "record it with submit_decision exactly once. When you have the answer, reply with it in plain text and "
+          "stop calling tools.")
+TABLE = {"INV-Q7P2K": {"on_hand": 340}}
+CONFIG = {k: None for k in ("base_url", "api_key_env", "seed", "think", "reasoning_effort", "context_window",
+                            "context_window_max", "max_connections", "rpm", "slots", "threads", "threads_batch",
+                            "params_b")}
+CONFIG.update(name="oracle", provider="scripted", model="", temperature=0.0, max_tokens=1024, timeout_s=60.0,
+              retries=2, system_prompt="default", policy="oracle",
+              pricing={"hourly_usd": None, "input_per_mtok": None, "output_per_mtok": None})
+PROTOCOL = {"name": "agentfloor", "turn_limit": "tier", "call_limit": False, "token_budget": None,
+            "completion_cap": None, "truncation_stop": False, "malformed_stop": False, "infeasibility_stop": False,
+            "infra_as_failure": False, "step_budget_scale": 1.0, "repeat_rule": "declared",
+            "submission_feedback": "expected", "extended_steps": {"D": 20, "E": 20}}
+TURN_NULLS = dict.fromkeys(("busy_s", "reasoning_tokens", "cost_usd", "refusal", "menu_size", "endpoint"))
+
+
+class Call:
+    __slots__ = ("turn", "id", "name", "raw_arguments", "arguments", "result", "hallucinated", "malformed",
+                 "repeated", "distractor")
+
+    def __init__(self, turn, id, name, raw):
+        self.turn, self.id, self.name, self.raw_arguments = turn, id, name, raw
+        self.arguments, self.result = None, {}
+        self.hallucinated = self.malformed = self.repeated = self.distractor = False
+
+
+def model(messages):
+    if len(messages) == 2:
+        return None, [("call_0_0", "get_attribute", json.dumps({"record_id": "INV-Q7P2K", "attribute": "on_hand"}))]
+    return "340", []
+
+
+def episode():
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "How many units of inventory "
+                "item INV-Q7P2K are on hand? Answer with the number."}]
+    turns, answer = [], None
+    for index in range(2):
+        content, calls = model(messages)
+        turn = {"index": index, "content": content, "finish_reason": "tool_calls" if calls else "stop", "calls": [],
+                "tokens_in": sum(len(m.get("content") or "") for m in messages) // 4, "tokens_out": 20,
+                "latency_s": 0.0, **TURN_NULLS, "leaked_call": False, "calls_rejected": 0, "controller": False,
+                "usage_invalid": []}
+        turns.append(turn)
+        if not calls:
+            messages.append({"role": "assistant", "content": content})
+            answer = content
+            break
+        messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]})
+        for call_id, name, raw in calls:
+            call = Call(index, call_id, name, raw)
+            turn["calls"].append(call)
+            args = call.arguments = json.loads(raw)
+            call.result = {"status": "ok", "data": {**args, "value": TABLE[args["record_id"]][args["attribute"]]}}
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
+                             "content": json.dumps(call.result, sort_keys=True)})
+    return messages, turns, answer
+
+
+def grade(turns, answer):
+    calls = [c for t in turns for c in t["calls"]]
+    return {"A": True, "S": all(c.name == "get_attribute" for c in calls), "P": any(c.arguments for c in calls),
+            "Q": "340" in (answer or ""), "E": all(c.result["status"] == "ok" for c in calls),
+            "X": not any(c.hallucinated for c in calls), "G": True, "B": len(turns) <= 2, "C": answer is not None}
+
+
+class FloorItem(pytest.Item):
+    def setup(self):
+        self.messages, self.turns, self.answer = episode()
+        self.verdicts = grade(self.turns, self.answer)
+
+    def runtest(self):
+        verdicts, turns = self.verdicts, self.turns
+        for t in turns:
+            t["calls"] = [{k: getattr(c, k) for k in Call.__slots__} for c in t["calls"]]
+        passed = all(verdicts.values())
+        record = {"schema": 1, "plugin_version": "0", "nodeid": self.nodeid, "model": "oracle",
+                  "protocol": "agentfloor", "protocol_params": PROTOCOL, "task": "A1", "tier": "A", "variant": "v0",
+                  "instance": "i0", "run": 0, "passed": passed, "infra_error": False, "first_unmet": None,
+                  "failure_mode": None, "terminal_flag": None, "termination": "final_answer", "turns": len(turns),
+                  "calls": sum(len(t["calls"]) for t in turns), "tokens_in": sum(t["tokens_in"] for t in turns),
+                  "tokens_out": sum(t["tokens_out"] for t in turns), "reasoning_tokens": None, "latency_s": 0.0,
+                  "wall_s": 0.0, "busy_s": 0.0, "endpoint": None, "endpoint_wait_s": 0.0, "queue_s": 0.0,
+                  "cost_usd": None, "calls_malformed": 0, "calls_rejected": 0, "calls_hallucinated": 0,
+                  "calls_repeated": 0, "turns_leaked": 0, "usage_invalid": [], "error": None, "case_hash": "0" * 16,
+                  "config": CONFIG, "obligations": verdicts, "kind": "episode", "facets": None,
+                  "verdicts": [{"code": k, "ok": ok} for k, ok in verdicts.items()],
+                  "trajectory": {"case_id": "A1", "tier": "A", "variant": "v0", "instance": "i0", "run": 0,
+                                 "model": "oracle", "tools": ["get_attribute"], "messages": self.messages,
+                                 "turns": turns, "submissions": [], "final_answer": self.answer,
+                                 "termination": "final_answer", "error": None, "wall_s": 0.0,
+                                 "protocol": "agentfloor", "turn_budget": 2, "call_limit": None,
+                                 "token_budget": None, "context_window": None, "distractors": [], "lane": None,
+                                 "repairs": [], "router": None, "cap_scale": None, "controller_stops": [],
+                                 "endpoint_wait_s": 0.0, "queue_s": 0.0}}
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        self.user_properties.extend((k, "" if v is None else str(v)) for k, v in list(record.items())[:40])
+        if fcntl is not None:
+            fcntl.flock(FD, fcntl.LOCK_EX)
+        os.write(FD, line)
+        if fcntl is not None:
+            fcntl.flock(FD, fcntl.LOCK_UN)
+        self.messages = self.turns = self.verdicts = None
+        assert passed
+
+
+class FloorFile(pytest.File):
+    def collect(self):
+        for i in range(int(os.environ["AF_BARE_N"])):
+            yield FloorItem.from_parent(self, name=f"A1[v0-i0-r{i}-oracle]")
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".floor":
+        return FloorFile.from_parent(parent, path=file_path)
+
+
+FD = os.open(os.environ["AF_FLOOR_RUNS"], os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o644)
+'''
+
 
 def _runs_and_variants(items: int) -> tuple[int, str]:
     """--agentfloor-runs and --variants giving `items` items of A1 (it has five prompt variants)."""
@@ -113,6 +245,20 @@ def _bare_args(workdir: Path) -> list[str]:
     return [sys.executable, "-m", "pytest", str(bare / "test_bare.py"), "-q", "-p", "no:cacheprovider", "-p",
             "timing_plugin", "--rootdir", str(bare), "-p", "no:agentfloor", "-p", "no:benchmark", "-p", "no:hypothesis",
             "-p", "no:xdist"]
+
+
+def run_floor(items: int, workdir: Path) -> Timings:
+    """The floor (FLOOR_PLUGIN): hand-written items doing an A1 item's work in plain Python."""
+    out = workdir / "durations.json"
+    floor = workdir / "floor"
+    floor.mkdir(exist_ok=True)
+    (floor / "A1.floor").write_text("")
+    (workdir / "floor_plugin.py").write_text(FLOOR_PLUGIN)
+    args = [sys.executable, "-m", "pytest", str(floor / "A1.floor"), "-q", "-p", "no:cacheprovider", "-p",
+            "timing_plugin", "-p", "floor_plugin", "--rootdir", str(floor), "-p", "no:agentfloor", "-p", "no:benchmark",
+            "-p", "no:hypothesis", "-p", "no:xdist"]
+    return _timed(args, workdir, {**_env(workdir, out), "AF_BARE_N": str(items),
+                                  "AF_FLOOR_RUNS": str(floor / "runs.jsonl")}, out)
 
 
 def _timed(args: list[str], workdir: Path, env: dict[str, str], out: Path) -> Timings:
@@ -203,12 +349,14 @@ def main() -> None:
         (work / "timing_plugin.py").write_text(TIMING_PLUGIN)
         for conc in [int(c) for c in args.concurrency.split(",")]:
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-            ours, bare = [], []
+            ours, bare, floor = [], [], []
             run(small, work, concurrency=conc)  # warm-up: the first run pays for compiling and caching
             run_bare(small, work)
-            for _ in range(args.best_of):  # interleaved, so that drifting load hits both alike
+            run_floor(small, work)
+            for _ in range(args.best_of):  # interleaved, so that drifting load hits all alike
                 ours.append(per_item(run, args.items, small, workdir=work, concurrency=conc))
                 bare.append(per_item(run_bare, args.items, small, workdir=work))
+                floor.append(per_item(run_floor, args.items, small, workdir=work))
             after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
             (o_med, o_cpu, o_am, o_ac), (b_med, b_cpu, b_am, b_ac) = ([min(x[i] for x in side) for i in range(4)]
                                                                       for side in (ours, bare))
@@ -223,6 +371,10 @@ def main() -> None:
                   f"{o_ac / b_ac:.2f}x; median of the {args.best_of} repeats: per item agentfloor "
                   f"{o_mm:.3f} ms vs bare {b_mm:.3f} ms = {o_mm / b_mm:.2f}x, CPU {o_mc:.3f} ms vs {b_mc:.3f} ms = "
                   f"{o_mc / b_mc:.2f}x", flush=True)
+            f_med = min(x[0] for x in floor)
+            print(f"floor (the same work hand-written in plain Python, benchmarks/bench_overhead.py FLOOR_PLUGIN): "
+                  f"median per item {f_med:.3f} ms = {f_med / b_med:.2f}x bare pytest; agentfloor's own work per "
+                  f"item {o_med - b_med:.3f} ms vs the floor's {f_med - b_med:.3f} ms", flush=True)
         if args.profile:
             prof = work / "prof.out"
             run(args.items, work, profile=prof)
