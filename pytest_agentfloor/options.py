@@ -224,8 +224,13 @@ def taken_aliases(parser: pytest.Parser) -> list[str]:
     return sorted(a for a in SHORT if a in others)
 
 
-def add_free_aliases(parser: pytest.Parser) -> None:
-    """Give each option its short spelling where no plugin or conftest has taken it.
+#: what add_free_aliases added: (the Argument, the argparse action or None, the argparse table or None, alias)
+Added = list[tuple[Any, Any, Any, str]]
+
+
+def add_free_aliases(parser: pytest.Parser) -> Added:
+    """Give each option its short spelling where no plugin or conftest has taken it; returns what
+    it added, for remove_aliases.
 
     pytest 8 builds its argparse parser from the Argument names on every parse; pytest 9 has
     added each option to one argparse parser already, so the alias joins that action too.
@@ -233,6 +238,7 @@ def add_free_aliases(parser: pytest.Parser) -> None:
     taken = _registered(parser)
     optparser = getattr(parser, "optparser", None)
     actions = getattr(optparser, "_option_string_actions", None)
+    added: Added = []
     for opt in _own_arguments(parser):
         primary = opt.names()[0]
         alias = "--" + primary.removeprefix(PREFIX)
@@ -240,11 +246,33 @@ def add_free_aliases(parser: pytest.Parser) -> None:
             continue
         if hasattr(opt, "_long_opts"):  # pytest 8 to 9.1 keep the names on the Argument
             opt._long_opts.append(alias)
+        action = None
         if actions is not None and primary in actions:  # the argparse action (pytest >= 9.2: names() is its list)
             action = actions[primary]
             if alias not in action.option_strings:
                 action.option_strings.append(alias)
             actions[alias] = action
+        added.append((opt, action, actions, alias))
+    return added
+
+
+def remove_aliases(added: Added) -> None:
+    """Take the short spellings out of pytest's parser again once the command line is read.
+
+    A conftest that pytest loads during collection (one in a subdirectory) adds its options then;
+    pytest >= 9.2 adds them to its argparse parser at once, where a --model of ours would make its
+    own --model a conflict that fails the whole collection. The spellings only serve the command
+    line, which is parsed by then (pytest never lets such a conftest's options be given there).
+    """
+    for opt, action, actions, alias in added:
+        long_opts = getattr(opt, "_long_opts", None)
+        if isinstance(long_opts, list) and alias in long_opts:
+            long_opts.remove(alias)
+        if action is not None:
+            if alias in action.option_strings:
+                action.option_strings.remove(alias)
+            if actions is not None and actions.get(alias) is action:
+                del actions[alias]
 
 
 def _shown(default: Any) -> str:

@@ -18,7 +18,7 @@ import pytest
 
 from . import hookspec
 from .options import TIERS, add_options, add_free_aliases, conflict_message, foreign_option_names, \
-    own_option_names, options_key, taken_aliases
+    own_option_names, options_key, remove_aliases, taken_aliases
 from .scope import case_paths, is_benchmark_run, is_case_file, targets_cases
 
 if TYPE_CHECKING:  # every pytest run of the environment imports this module: the rest loads on use
@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # every pytest run of the environment imports this module: th
 
 session_key = pytest.StashKey["AgentFloorSession"]()
 _taken_key = pytest.StashKey[list]()
+#: the short spellings this run added to pytest's parser (options.add_free_aliases)
+_aliases_key = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,7 +57,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if taken:
         raise pytest.UsageError(conflict_message(taken[0]))
     early_config.stash[_taken_key] = taken_aliases(parser)
-    add_free_aliases(parser)
+    early_config.stash[_aliases_key] = add_free_aliases(parser)
     return result
 
 
@@ -390,7 +392,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_sessionstart(session: pytest.Session) -> Iterator[None]:
     """Once the session has started (its servers, its probes): the look-ahead of --concurrency. A usage
     error of the start (a model's unset key, a dead local server) says which spelling is the plugin's
-    where the project owns --model (noted())."""
+    where the project owns --model (noted()).
+
+    First of all, the short spellings leave pytest's parser: the command line is read (and --help
+    shown) by now, and a conftest loaded during collection may add the same names (remove_aliases)."""
+    remove_aliases(session.config.stash.get(_aliases_key, []))
     try:
         result = yield
     except pytest.UsageError as exc:

@@ -177,6 +177,30 @@ def test_a_conftest_defining_model_keeps_it_and_the_plugin_answers_to_agentfloor
     assert [line for line in short.stdout.lines if "belongs to" in line] == [note]
 
 
+def test_a_conftest_loaded_during_collection_may_define_the_short_spellings(pytester: pytest.Pytester) -> None:
+    """A subdirectory's conftest (not named test*, so pytest loads it only while collecting) defining
+    --model and --instances: pytest >= 9.2 adds its options to the argparse parser at once, where the
+    plugin's short spellings made them a conflict that failed the whole collection (a fresh-eyes run)."""
+    pytester.makepyfile(**{
+        "integration/conftest.py": "def pytest_addoption(parser):\n"
+                                   "    parser.addoption('--model', default='resnet18')\n"
+                                   "    parser.addoption('--instances', default='all')\n",
+        "integration/test_m.py": "def test_m(request):\n"
+                                 "    assert request.config.getoption('--model') == 'resnet18'\n"
+                                 "    assert request.config.getoption('--instances') == 'all'\n",
+    })
+    for args in ((), ("-n", "2")):
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+        assert outcomes(result) == {"passed": 1}, result.stdout.str() + result.stderr.str()
+    # the short spellings still serve the command line of a benchmark run (and --help lists them)
+    shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
+    (pytester.path / "models.toml").write_text((REPO / "models.toml").read_text())
+    bench = pytester.runpytest_subprocess("cases/tier_A0", "--model", "oracle", "--variants", "v0", "--instances",
+                                          "i0", "-p", "no:cacheprovider", "--agentfloor-report-dir", "rep")
+    assert outcomes(bench) == {"passed": 5}, bench.stdout.str() + bench.stderr.str()
+    assert "--agentfloor-model=NAME, --model=NAME" in pytester.runpytest_subprocess("--help").stdout.str()
+
+
 def test_a_conftest_taking_a_prefixed_name_gets_a_usage_error_not_a_traceback(userproj: pytest.Pytester) -> None:
     conftest = userproj.path / "conftest.py"
     conftest.write_text(conftest.read_text().replace(
