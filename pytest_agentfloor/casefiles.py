@@ -1,10 +1,18 @@
 """Which TOML files are the plugin's case files, by their content (never by a folder's name).
 
-A file is a case file when it declares a collected case kind (``kind = "callsite"``, a plug-in
-kind's name) or carries the ladder schema's top-level ``id`` and ``tier``. A text check of the
-file's head, not a parse: a case with a syntax error must still be collected and reported. It sits
-at the bottom of the package (scope.py and kinds.py read it) and imports nothing heavy: it runs in
-every pytest run of the environment.
+A file is a case file when its head carries a built-in kind's signature, or declares a plug-in
+kind (``kind = "NAME"`` of an installed ``agentfloor.kinds`` entry point):
+
+- the ladder (``kind = "episode"``, or no kind line at all): top-level ``id`` and ``tier`` keys, the
+  tier a ladder tier's shape (a capital letter, maybe a digit: ``"A0"``, ``"E"``; a typo like ``"F"``
+  still counts, so that it is reported rather than skipped);
+- ``kind = "callsite"``: a top-level ``site`` key or a ``[[case]]`` table;
+- ``kind = "pressure"``: a top-level ``intent`` key or a ``[[families]]`` or ``[[frontier]]`` table.
+
+A word alone is too common: another tool's ``tier = "free"`` or a CFD case's ``kind = "pressure"``
+must leave the run alone. A text check of the file's head, not a parse: a case with a syntax error
+must still be collected and reported. It sits at the bottom of the package (scope.py and kinds.py
+read it) and imports nothing heavy: it runs in every pytest run of the environment.
 """
 
 from __future__ import annotations
@@ -48,25 +56,37 @@ _TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_]+)\s*=", re.M)
 _TABLE = re.compile(r"^\s*\[", re.M)
 #: a ladder case without a kind line (seed 000's schema): both keys at the top level
 LADDER_KEYS = frozenset({"id", "tier"})
+#: a ladder tier's shape (A0, A ... E; a typo of the same shape is a case to report, "free" is no case)
+_TIER = re.compile(r'^tier\s*=\s*["\'][A-Z][0-9]?["\']\s*(?:#.*)?$', re.M)
+#: what a built-in declared kind's file has besides its kind line: a top-level key, or a table of its own
+_SIGNATURES: dict[str, tuple[str, re.Pattern[str]]] = {
+    "callsite": ("site", re.compile(r"^\[\[case\]\]", re.M)),
+    "pressure": ("intent", re.compile(r"^\[\[(?:families|frontier)\]\]", re.M)),
+}
 #: bytes read to decide: every declaring key sits at the top of the file
 HEAD_BYTES = 16384
 
 
-def _top(path: Path) -> str | None:
-    """The file's head before its first [table] header (where a declaring key must sit); None: unreadable."""
+def _head(path: Path) -> tuple[str, str] | None:
+    """The file's head, and its part before the first [table] header (where top-level keys sit);
+    None: unreadable."""
     try:
         with open(path, "rb") as fh:
             text = fh.read(HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
     table = _TABLE.search(text)
-    return text[:table.start()] if table else text
+    return text, text[:table.start()] if table else text
 
 
 def _declared_kind(path: Path) -> str | None:
-    top = _top(path)
-    found = _KIND.search(top) if top is not None else None
+    head = _head(path)
+    found = _KIND.search(head[1]) if head is not None else None
     return found.group("kind") if found else None
+
+
+def _top_keys(top: str) -> set[str]:
+    return {m.group("key") for m in _TOP_KEY.finditer(top)}
 
 
 def shaped_as_case(path: Path) -> bool:
@@ -75,10 +95,15 @@ def shaped_as_case(path: Path) -> bool:
     Deliberately a text check, not a parse: a case file with a syntax error must still be
     collected (and reported as a collection error), and nothing else is parsed at all.
     """
-    top = _top(path) if path.suffix == ".toml" else None
-    if top is None:
+    head = _head(path) if path.suffix == ".toml" else None
+    if head is None:
         return False
+    text, top = head
     declared = _KIND.search(top)
-    if declared:
-        return declared.group("kind") in collected_kinds()
-    return LADDER_KEYS <= {m.group("key") for m in _TOP_KEY.finditer(top)}
+    kind = declared.group("kind") if declared else "episode"
+    if kind == "episode":
+        return LADDER_KEYS <= _top_keys(top) and _TIER.search(top) is not None
+    if kind in _SIGNATURES:
+        key, table = _SIGNATURES[kind]
+        return key in _top_keys(top) or table.search(text) is not None
+    return kind in collected_kinds()

@@ -4,8 +4,9 @@ The plugin is loaded into every pytest run of a project that installs it. It sta
 probe, no network, no report files, no usage errors, no case collection, no extra output) unless
 the run is a benchmark run: a model option is given on the command line, or the arguments reach
 case files. A case file is recognised by its content, never by its folder's name
-(:func:`shaped_as_case`): it declares a case kind (``kind = "callsite"``, ``"pressure"``,
-``"episode"``) or carries the ladder schema's keys (a top-level ``id`` and ``tier``). Only TOML
+(:func:`shaped_as_case`): it carries a built-in kind's signature (the ladder's top-level ``id``
+and ``tier``, a call-site table's ``kind`` and ``site``, a pressure file's ``kind`` and ``intent``:
+casefiles.py) or declares an installed plug-in kind. Only TOML
 files under the configured case paths (ini ``agentfloor_case_paths``, default ``cases/`` at the
 rootdir), or named on the command line, are looked at; a ``cases/`` folder of anything else
 leaves the run alone. Once a run is a benchmark run, a TOML file beside ladder cases that declares

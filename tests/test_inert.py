@@ -110,6 +110,12 @@ def witness(pytester: pytest.Pytester) -> dict:
 def test_a_cases_folder_of_other_files_and_a_foreign_models_toml_leave_the_run_alone(
         userproj: pytest.Pytester, models_toml: str) -> None:
     (userproj.path / "models.toml").write_text(models_toml)
+    # other tools' TOML that shares a word with a case file (found by a fresh-eyes run: each made a bare
+    # `pytest` a benchmark run, with a collection error and a reports/ directory)
+    (userproj.path / "cases" / "plan.toml").write_text('id = "basic"\ntier = "free"\nprice = 0\n')
+    (userproj.path / "cases" / "cavity").mkdir()
+    (userproj.path / "cases" / "cavity" / "bc.toml").write_text('kind = "pressure"\nvalue = 101325.0\n')
+    (userproj.path / "cases" / "cavity" / "probe.toml").write_text('kind = "callsite"\nrate_hz = 50\n')
     before = tree(userproj.path)
     with_plugin = userproj.runpytest_subprocess("-p", "no:cacheprovider")
     seen = witness(userproj)
@@ -139,6 +145,15 @@ def test_case_files_are_recognised_by_content_not_by_their_folder(tmp_path: Path
     assert not shaped_as_case(file("x/other.toml", 'kind = "fixture"\nid = "a"\ntier = "b"\n'))
     assert not shaped_as_case(file("x/nested.toml", '[case]\nid = "A1"\ntier = "A"\n'))  # not top-level keys
     assert not shaped_as_case(file("x/A1.txt", ladder))
+    # a word alone is no case: each built-in kind has a signature (casefiles.py)
+    assert not shaped_as_case(file("x/plan.toml", 'id = "basic"\ntier = "free"\n'))  # no ladder tier
+    assert not shaped_as_case(file("x/bc.toml", 'kind = "pressure"\nvalue = 101325\n'))  # no intent, no families
+    assert not shaped_as_case(file("x/probe.toml", 'kind = "callsite"\nrate_hz = 50\n'))  # no site, no [[case]]
+    assert not shaped_as_case(file("x/ep.toml", 'kind = "episode"\nname = "pilot"\n'))  # no id and tier
+    assert shaped_as_case(file("x/typo.toml", "id = 'A9'\ntier = 'F'  # a typo\n"))  # reported, not skipped
+    assert shaped_as_case(file("x/fam.toml", 'kind = "pressure"\n\n[[families]]\nid = "f"\n'))  # intent missing
+    assert shaped_as_case(file("x/front.toml", 'kind = "pressure"\n[[frontier]]\nid = "f"\n'))
+    assert shaped_as_case(file("x/sites.toml", 'kind = "callsite"\n[[case]]\nid = "c"\n'))  # site missing
     assert [p.relative_to(REPO / "cases").as_posix() for p in sorted((REPO / "cases").rglob("*.toml"))
             if not shaped_as_case(p)] == ["callsite/installations/site_a.toml", "callsite/installations/site_b.toml"]
 
