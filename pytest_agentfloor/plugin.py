@@ -19,7 +19,7 @@ import pytest
 from . import hookspec
 from .options import TIERS, add_options, add_free_aliases, conflict_message, foreign_option_names, \
     own_option_names, options_key, remove_aliases, taken_aliases
-from .scope import case_paths, is_benchmark_run, is_case_file, targets_cases
+from .scope import case_paths, case_paths_error, is_benchmark_run, is_case_file, targets_cases
 
 if TYPE_CHECKING:  # every pytest run of the environment imports this module: the rest loads on use
     from .config import ModelConfig
@@ -111,6 +111,9 @@ def _activate(config: pytest.Config, active: bool) -> "Options":
 
     try:
         options = replace(read_options(config), active=active)
+        bad_paths = case_paths_error(config)  # every run reads it; only a run of the plugin's says so
+        if bad_paths is not None:
+            raise bad_paths
     except pytest.UsageError as exc:
         # a usage error quotes what the user typed (a --model value, a directory name): never raw ESC/RLO
         from .render import safe_text

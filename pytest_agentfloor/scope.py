@@ -23,18 +23,32 @@ import pytest
 from .casefiles import _declared_kind, shaped_as_case
 
 _paths_key = pytest.StashKey[list[Path]]()
+_paths_error_key = pytest.StashKey[pytest.UsageError]()
 _explicit_key = pytest.StashKey[set[Path]]()
 _targets_key = pytest.StashKey[bool]()
 _beside_key = pytest.StashKey[dict]()
 
 def case_paths(config: pytest.Config) -> list[Path]:
-    """The configured case directories, absolute."""
+    """The configured case directories, absolute.
+
+    Every pytest run asks (is this a benchmark run?): a bad ini value is kept for case_paths_error,
+    which a benchmark run raises, and meanwhile the default stands; an unrelated run goes on."""
     if _paths_key not in config.stash:
         from .options import ini_value
 
-        configured = [Path(p).resolve() for p in ini_value(config, "agentfloor_case_paths")]
+        try:
+            configured = [Path(p).resolve() for p in ini_value(config, "agentfloor_case_paths")]
+        except pytest.UsageError as exc:
+            config.stash[_paths_error_key] = exc
+            configured = []
         config.stash[_paths_key] = configured or [Path(config.rootpath, "cases").resolve()]
     return config.stash[_paths_key]
+
+
+def case_paths_error(config: pytest.Config) -> pytest.UsageError | None:
+    """The usage error of a bad ``agentfloor_case_paths`` (None: it is fine or unset)."""
+    case_paths(config)
+    return config.stash.get(_paths_error_key, None)
 
 
 def _arg_paths(config: pytest.Config) -> list[Path]:

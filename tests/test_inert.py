@@ -399,6 +399,20 @@ def test_errors_whose_text_quotes_the_value_also_name_the_ini_key_and_file(
     result.stderr.fnmatch_lines([f"ERROR: ini setting {setting} in {cfg}: {error}"])
 
 
+@pytest.mark.skipif(not PYTEST_9, reason="a TOML integer for a paths setting is pytest 9's [tool.pytest]")
+def test_a_bad_case_paths_setting_is_said_in_a_benchmark_run_only(pytester: pytest.Pytester) -> None:
+    """Every run reads agentfloor_case_paths (is it a benchmark run?); a bad value must not fail a run that
+    is not one (it did, found by a fresh-eyes run), and a benchmark run names the key and the file."""
+    cfg = pytester.makefile(".toml", pyproject="[tool.pytest]\nagentfloor_case_paths = 3\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    plain = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    assert plain.ret == pytest.ExitCode.OK, plain.stderr.str()
+    bench = pytester.runpytest("--co", "-q", "--model", "oracle", "-p", "no:cacheprovider")
+    assert bench.ret == pytest.ExitCode.USAGE_ERROR
+    bench.stderr.fnmatch_lines([f"ERROR: ini setting agentfloor_case_paths in {cfg}: expected a list of paths, "
+                                "got int 3*"])
+
+
 def test_a_models_file_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:
     shutil.copytree(REPO / "cases" / "tier_A0", pytester.path / "cases" / "tier_A0")
     result = pytester.runpytest("cases", "--co", "-q", "--models-file", "nope.toml", "-p", "no:cacheprovider")
