@@ -692,6 +692,16 @@ def read_options(config: pytest.Config) -> Options:
         raise name_the_source(config, exc) from None
 
 
+def last_failed_models(config: pytest.Config) -> list[str]:
+    """The models of the benchmark items in pytest's last-failed cache, in the order they failed."""
+    from .nodeids import split_nodeid
+
+    cache = getattr(config, "cache", None)  # None: -p no:cacheprovider
+    failed = cache.get("cache/lastfailed", {}) if cache is not None else {}
+    models = (split_nodeid(nodeid)[2] for nodeid in failed if isinstance(nodeid, str) and ".toml::" in nodeid)
+    return list(dict.fromkeys(m for m in models if m))
+
+
 def _read_options(config: pytest.Config) -> Options:
     from .config import ConfigError, load_models
 
@@ -709,6 +719,10 @@ def _read_options(config: pytest.Config) -> Options:
     names: list[str] = []
     for chunk in _opt(config, "agentfloor_models"):
         names += [n.strip() for n in str(chunk).split(",") if n.strip()]
+    if getattr(config.option, "lf", False) and config.getoption("agentfloor_models", None) is None:
+        # --lf with no --model: the models of the items that failed last join the selection, or their
+        # items would not be collected and --lf would run the default model's items instead, green
+        names += [n for n in last_failed_models(config) if n in models and n not in names]
     if not names:
         raise pytest.UsageError(f"--model: no model named; give one of {', '.join(sorted(models))} "
                                 "(repeatable or comma-separated)")

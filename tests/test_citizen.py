@@ -362,3 +362,19 @@ def test_the_gate_floor_is_quoted_wherever_it_is_shown() -> None:
         for line in path.read_text().splitlines():
             for m in re.finditer(r"--gate-floor[ =](\S+)", line):
                 assert m.group(1).startswith(("'", '"', "`")) or ">=" not in m.group(1), f"{path.name}: {line}"
+
+
+def test_lf_after_a_failing_benchmark_run_reruns_its_failures(pytester: pytest.Pytester) -> None:
+    """`pytest --lf` with no --model: the failed items' models are selected again, so the failures are what
+    runs (before, their items were not collected and --lf ran the default oracle over every case, green)."""
+    shutil.copytree(REPO / "cases" / "tier_A", pytester.path / "cases" / "tier_A")
+    (pytester.path / "models.toml").write_text((REPO / "models.toml").read_text())
+    first = pytester.runpytest_subprocess("cases/tier_A/A1.toml", "cases/tier_A/A2.toml", "--model",
+                                          "fault-wrong_tool,oracle", "--variants", "v0", "--instances", "i0")
+    assert outcomes(first) == {"failed": 2, "passed": 2}
+    for args in ((), ("-n", "2")):
+        again = pytester.runpytest_subprocess("--lf", *args)
+        assert outcomes(again) == {"failed": 2}, again.stdout.str()
+        again.stdout.fnmatch_lines(["FAILED cases/tier_A/A1.toml::A1[[]v0-i0-r0-fault-wrong_tool[]]*"])
+    chosen = pytester.runpytest_subprocess("--lf", "--model", "oracle")  # a --model given is the selection
+    assert outcomes(chosen).get("failed", 0) == 0
