@@ -83,14 +83,16 @@ def pytest_configure(config: pytest.Config) -> None:
     for tier in TIERS:
         config.addinivalue_line("markers", f"tier_{tier}: AgentFloor tier {tier} case")
     active = is_benchmark_run(config)
-    if active or config.option.markers:
-        # --markers lists every kind's markers; a benchmark run loads the third-party kinds now (a broken one
-        # names itself before anything runs) and each built-in kind when a file of it is collected
-        # (items.register_kind_markers): a ladder run never imports the call-site or pressure kinds
+    listing = bool(config.option.markers) and targets_cases(config)
+    if active or listing:
+        # --markers in a project with case files lists every kind's markers (in any other project, none of
+        # the kinds' generic names: email, files, raw, ...); a benchmark run loads the third-party kinds now
+        # (a broken one names itself before anything runs) and each built-in kind when a file of it is
+        # collected (items.register_kind_markers): a ladder run never imports the call-site or pressure kinds
         from .kinds import KindPluginError, all_kinds, plugin_kinds
 
         try:
-            kinds = all_kinds() if config.option.markers else plugin_kinds()
+            kinds = all_kinds() if listing else plugin_kinds()
         except KindPluginError as exc:  # a broken third-party kind names itself, in one line
             raise pytest.UsageError(str(exc)) from None
         from .items import register_kind_markers

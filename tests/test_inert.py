@@ -227,6 +227,15 @@ def test_a_call_site_run_registers_its_kinds_markers_before_its_items_carry_them
     markers.stdout.fnmatch_lines(["@pytest.mark.ladder:*", "@pytest.mark.callsite:*"], consecutive=False)
 
 
+def test_markers_of_a_project_without_cases_list_none_of_the_kinds_generic_names(userproj: pytest.Pytester) -> None:
+    """Kinds name markers after their data (email, files, raw, typed, ...): a project with no case files
+    must not see them in --markers (found by a fresh-eyes run); the plugin's own names stay listed."""
+    listed = userproj.runpytest_subprocess("--markers", "-p", "no:cacheprovider").stdout.str()
+    assert "@pytest.mark.agentfloor:" in listed and "@pytest.mark.tier_A0:" in listed
+    for generic in ("ladder", "callsite", "pressure", "email", "files", "raw", "typed"):
+        assert f"@pytest.mark.{generic}:" not in listed
+
+
 def test_option_names_kept_literal_for_a_light_start_match_their_modules() -> None:
     from pytest_agentfloor import options
     from pytest_agentfloor.callsite.stats import VERDICTS
