@@ -86,10 +86,10 @@ def junit_properties_wanted(config: pytest.Config) -> bool:
 
 def record_hooked(item: pytest.Item) -> bool:
     """Whether a pytest_agentfloor_record implementation will read (and may change) the item's records."""
-    return bool(_relay(item).pytest_agentfloor_record.get_hookimpls())
+    return bool(hook_relay(item).pytest_agentfloor_record.get_hookimpls())
 
 
-def _relay(item: pytest.Item) -> Any:
+def hook_relay(item: pytest.Item) -> Any:
     """The item's hook relay: a CaseItem's made once (each `item.ihook` looks up the conftests of its path)."""
     return item.relay if isinstance(item, CaseItem) else item.ihook
 
@@ -103,7 +103,7 @@ def save_record(item: pytest.Item, record: dict[str, Any], text: str | None = No
     line unless a pytest_agentfloor_record implementation may have added fields.
     """
     if record_hooked(item) if hooked is None else hooked:
-        _relay(item).pytest_agentfloor_record(record=record)
+        hook_relay(item).pytest_agentfloor_record(record=record)
         text = None
     small = compact(record)  # the fields that travel: the report's, and the JUnit properties'
     if junit_properties_wanted(item.config):

@@ -260,7 +260,7 @@ class ScriptedProvider:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  case: "ResolvedCase") -> Reply:
         t = sum(1 for m in messages if m["role"] == "assistant")
-        own = case.scripted_output if _answers_itself(type(case)) else None
+        own = getattr(case, "scripted_output") if _answers_itself(type(case)) else None
         thought = 0  # completion tokens spent before the reply (menu_shy on a large menu)
         if own is not None:  # a kind's case answers for itself (the call sites', a plug-in's: docs/kinds.md)
             action: "list[Call] | str" = own(self.config.policy or "oracle")

@@ -5,7 +5,7 @@ like any other kind; the pressure kind plays and grades its cells the same way."
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,7 @@ class EpisodeKind:
 
 
 @functools.cache
-def _episode_parts() -> tuple[Any, Any]:
+def _episode_parts() -> tuple[Callable[..., Trajectory], Callable[[ResolvedCase, Trajectory], int]]:
     """The episode loop and the infeasibility count, imported on first play (collection needs neither),
     once: an import statement per item costs more than the lookup."""
     from ..episode import run_episode
@@ -65,7 +65,7 @@ def _episode_parts() -> tuple[Any, Any]:
 
 
 @functools.cache
-def _grade() -> Any:
+def _grade() -> Callable[..., Grade]:
     from ..grading import grade
 
     return grade
