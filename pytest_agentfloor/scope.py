@@ -5,8 +5,8 @@ probe, no network, no report files, no usage errors, no case collection, no extr
 the run is a benchmark run: a model option is given on the command line, or the arguments reach
 case files. A case file is recognised by its content, never by its folder's name
 (:func:`shaped_as_case`): it carries a built-in kind's signature (the ladder's top-level ``id``
-and ``tier``, a call-site table's ``kind`` and ``site``, a pressure file's ``kind`` and ``intent``:
-casefiles.py) or declares an installed plug-in kind. Only TOML
+and ``tier`` with its ``[prompts]``, a call-site table's ``kind`` and ``site``, a pressure file's
+``kind`` and ``intent``: casefiles.py) or declares an installed plug-in kind. Only TOML
 files under the configured case paths (ini ``agentfloor_case_paths``, default ``cases/`` at the
 rootdir), or named on the command line, are looked at; a ``cases/`` folder of anything else
 leaves the run alone. Once a run is a benchmark run, a TOML file beside ladder cases that declares
@@ -38,8 +38,12 @@ def case_paths(config: pytest.Config) -> list[Path]:
 
         try:
             configured = [Path(p).resolve() for p in ini_value(config, "agentfloor_case_paths")]
-        except pytest.UsageError as exc:
-            config.stash[_paths_error_key] = exc
+        except (pytest.UsageError, ValueError, OSError, RuntimeError) as exc:  # a bad type, an unclosed quote
+            from .options import ini_label  # (shlex; pytest 9.2 makes it a usage error), a NUL byte, a link loop
+
+            said = str(exc) if "agentfloor_case_paths" in str(exc) else \
+                f"{ini_label(config, 'agentfloor_case_paths')}: {exc} (expected a list of directories)"
+            config.stash[_paths_error_key] = pytest.UsageError(said)
             configured = []
         config.stash[_paths_key] = configured or [Path(config.rootpath, "cases").resolve()]
     return config.stash[_paths_key]

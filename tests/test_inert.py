@@ -113,6 +113,7 @@ def test_a_cases_folder_of_other_files_and_a_foreign_models_toml_leave_the_run_a
     # other tools' TOML that shares a word with a case file (found by a fresh-eyes run: each made a bare
     # `pytest` a benchmark run, with a collection error and a reports/ directory)
     (userproj.path / "cases" / "plan.toml").write_text('id = "basic"\ntier = "free"\nprice = 0\n')
+    (userproj.path / "cases" / "webapp.toml").write_text('id = "staging-webapp"\ntier = "S1"\nregion = "westeurope"\n')
     (userproj.path / "cases" / "cavity").mkdir()
     (userproj.path / "cases" / "cavity" / "bc.toml").write_text('kind = "pressure"\nvalue = 101325.0\n')
     (userproj.path / "cases" / "cavity" / "probe.toml").write_text('kind = "callsite"\nrate_hz = 50\n')
@@ -146,14 +147,29 @@ def test_case_files_are_recognised_by_content_not_by_their_folder(tmp_path: Path
     assert not shaped_as_case(file("x/nested.toml", '[case]\nid = "A1"\ntier = "A"\n'))  # not top-level keys
     assert not shaped_as_case(file("x/A1.txt", ladder))
     # a word alone is no case: each built-in kind has a signature (casefiles.py)
-    assert not shaped_as_case(file("x/plan.toml", 'id = "basic"\ntier = "free"\n'))  # no ladder tier
+    assert not shaped_as_case(file("x/plan.toml", 'id = "basic"\ntier = "free"\n'))  # no prompts
+    assert not shaped_as_case(file("x/sku.toml", 'id = "staging-webapp"\ntier = "S1"\nregion = "westeurope"\n'))
     assert not shaped_as_case(file("x/bc.toml", 'kind = "pressure"\nvalue = 101325\n'))  # no intent, no families
     assert not shaped_as_case(file("x/probe.toml", 'kind = "callsite"\nrate_hz = 50\n'))  # no site, no [[case]]
     assert not shaped_as_case(file("x/ep.toml", 'kind = "episode"\nname = "pilot"\n'))  # no id and tier
-    assert shaped_as_case(file("x/typo.toml", "id = 'A9'\ntier = 'F'  # a typo\n"))  # reported, not skipped
+    for typo in ("F", "a", "AO", "A00"):  # a tier typo is collected and reported, not skipped
+        assert shaped_as_case(file(f"x/typo_{typo}.toml", ladder.replace('tier = "A"', f"tier = '{typo}'")))
     assert shaped_as_case(file("x/fam.toml", 'kind = "pressure"\n\n[[families]]\nid = "f"\n'))  # intent missing
     assert shaped_as_case(file("x/front.toml", 'kind = "pressure"\n[[frontier]]\nid = "f"\n'))
     assert shaped_as_case(file("x/sites.toml", 'kind = "callsite"\n[[case]]\nid = "c"\n'))  # site missing
+    # every form TOML allows: CRLF, a byte order mark, quoted or indented keys, spaced brackets
+    for name, text in {"crlf": ladder.replace("\n", "\r\n"), "bom": "\ufeff" + ladder,
+                       "quoted": ladder.replace('id = "A1"', '"id" = "A1"').replace('tier = "A"', "'tier' = 'A'"),
+                       "spaced": 'kind = "pressure"\r\n[[ families ]]\r\nid = "f"\r\n',
+                       "indented": '  id = "A1"\n\ttier = "A"\n[ prompts ]\nv0 = "x"\n'}.items():
+        path = tmp_path / "forms" / f"{name}.toml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(text.encode())
+        assert shaped_as_case(path), name
+    # [prompts] after a long table: read on, for a file with id and tier
+    long_first = 'id = "A1"\ntier = "A"\n[fixtures]\n' + "x = 1\n" * 5000
+    assert shaped_as_case(file("x/long.toml", long_first + '[prompts]\nv0 = "x"\n'))
+    assert not shaped_as_case(file("x/long_plain.toml", long_first))
     assert [p.relative_to(REPO / "cases").as_posix() for p in sorted((REPO / "cases").rglob("*.toml"))
             if not shaped_as_case(p)] == ["callsite/installations/site_a.toml", "callsite/installations/site_b.toml"]
 
@@ -420,6 +436,23 @@ def test_a_bad_case_paths_setting_is_said_in_a_benchmark_run_only(pytester: pyte
     assert bench.ret == pytest.ExitCode.USAGE_ERROR
     bench.stderr.fnmatch_lines([f"ERROR: ini setting agentfloor_case_paths in {cfg}: expected a list of paths, "
                                 "got int 3*"])
+
+
+@pytest.mark.parametrize(("style", "value"), [("ini", '"unterminated'), ("toml", '"a \'b"'), ("toml", '["a\\u0000b"]')],
+                         ids=["quote", "shlex", "nul"])
+def test_a_case_paths_setting_that_cannot_be_read_fails_no_unrelated_run(pytester: pytest.Pytester, style: str,
+                                                                         value: str) -> None:
+    """An unclosed quote or a NUL byte raised ValueError out of every run, as INTERNALERROR (a fresh-eyes run)."""
+    if style == "toml" and not PYTEST_9:
+        pytest.skip("the native [tool.pytest] table is pytest 9's")
+    cfg = (pytester.makefile(".toml", pyproject=f"[tool.pytest]\nagentfloor_case_paths = {value}\n") if style == "toml"
+           else pytester.makeini(f"[pytest]\nagentfloor_case_paths = {value}\n"))
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    plain = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    assert plain.ret == pytest.ExitCode.OK, plain.stdout.str() + plain.stderr.str()
+    bench = pytester.runpytest_subprocess("--co", "-q", "--model", "oracle", "-p", "no:cacheprovider")
+    assert bench.ret == pytest.ExitCode.USAGE_ERROR, bench.stdout.str() + bench.stderr.str()
+    bench.stderr.fnmatch_lines([f"ERROR: ini setting agentfloor_case_paths in {cfg}: *"])
 
 
 def test_a_models_file_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:
