@@ -722,7 +722,13 @@ def _read_options(config: pytest.Config) -> Options:
     if getattr(config.option, "lf", False) and config.getoption("agentfloor_models", None) is None:
         # --lf with no --model: the models of the items that failed last join the selection, or their
         # items would not be collected and --lf would run the default model's items instead, green
-        names += [n for n in last_failed_models(config) if n in models and n not in names]
+        failed = last_failed_models(config)
+        gone = [n for n in failed if n not in models]
+        if gone:  # their items cannot be made again: --lf would run everything else instead, green
+            raise pytest.UsageError(
+                f"--lf: the last failures are items of model(s) {', '.join(gone)}, not in {models_file.name}; "
+                "add that model back, select others with --model, or start afresh with --cache-clear")
+        names += [n for n in failed if n not in names]
     if not names:
         raise pytest.UsageError(f"--model: no model named; give one of {', '.join(sorted(models))} "
                                 "(repeatable or comma-separated)")

@@ -378,3 +378,11 @@ def test_lf_after_a_failing_benchmark_run_reruns_its_failures(pytester: pytest.P
         again.stdout.fnmatch_lines(["FAILED cases/tier_A/A1.toml::A1[[]v0-i0-r0-fault-wrong_tool[]]*"])
     chosen = pytester.runpytest_subprocess("--lf", "--model", "oracle")  # a --model given is the selection
     assert outcomes(chosen).get("failed", 0) == 0
+    # the failed model is gone from models.toml: its failures cannot run again, and --lf must not come out
+    # green by running everything else (found by a fresh-eyes run)
+    lastfailed = pytester.path / ".pytest_cache" / "v" / "cache" / "lastfailed"
+    lastfailed.write_text(json.dumps({"cases/tier_A/A1.toml::A1[v0-i0-r0-retired]": True}))
+    gone = pytester.runpytest_subprocess("--lf")
+    assert gone.ret == pytest.ExitCode.USAGE_ERROR
+    gone.stderr.fnmatch_lines(["ERROR: --lf: the last failures are items of model(s) retired, not in "
+                               "models.toml; *--cache-clear"])
