@@ -86,8 +86,8 @@ def test_side_by_side_aligns_turns_and_marks_the_first_divergence(page, big: Pat
     # from a single run: 'same item elsewhere' puts another model beside it
     _open(page, big, f"#run={a}")
     page.locator("#detail a.beside", has_text="m01").click()
+    _expect()(page.locator("table.sbs")).to_have_count(1)  # drawn on the hash change: waited for, not raced
     assert _hash(page)["run"] == f"{a},{b}"
-    assert page.locator("table.sbs").count() == 1
     # picking rows in the list (click a box, or x on the cursor row) and asking for them side by side
     _open(page, big, "#item=A1/v0/i0/r0")
     page.locator("#list tbody tr").nth(0).locator("input").check()
@@ -95,7 +95,8 @@ def test_side_by_side_aligns_turns_and_marks_the_first_divergence(page, big: Pat
     page.keyboard.press("j")
     page.keyboard.press("x")
     page.locator("#chips button.sbs-go").click()
-    assert len(_hash(page)["run"].split(",")) == 2 and page.locator("table.sbs").count() == 1
+    _expect()(page.locator("table.sbs")).to_have_count(1)
+    assert len(_hash(page)["run"].split(",")) == 2
 
 
 def test_vs_filter_opens_each_run_beside_the_reference(page, big: Path) -> None:  # noqa: ANN001
