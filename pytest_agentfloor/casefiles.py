@@ -11,9 +11,10 @@ kind (``kind = "NAME"`` of an installed ``agentfloor.kinds`` entry point):
 
 A word alone is too common: another tool's ``id`` and ``tier = "S1"`` or a CFD case's
 ``kind = "pressure"`` must leave the run alone. Keys and table headers are read in every form TOML
-allows them (quoted, indented, spaced inside the brackets, CRLF, a byte order mark). A text check of the file's head, not a parse: a case with a syntax error
-must still be collected and reported. It sits at the bottom of the package (scope.py and kinds.py
-read it) and imports nothing heavy: it runs in every pytest run of the environment.
+allows them (quoted, indented, spaced inside the brackets, CRLF, a byte order mark). A text check
+of the file's head, not a parse: a case with a syntax error must still be collected and reported.
+It sits at the bottom of the package (scope.py and kinds.py read it) and imports nothing heavy: it
+runs in every pytest run of the environment.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def collected_kinds() -> frozenset[str]:
         names = {ep.name for ep in kind_entry_points()}
         _plugin_kinds = frozenset(COLLECTED_KINDS) | (names - set(DATA_KINDS))
     return _plugin_kinds
+
+
 # a key (bare or quoted, maybe indented) and a table header (maybe spaced inside its brackets), as TOML
 # allows them; a UTF-8 byte order mark is dropped first
 _KEY = r'^[ \t]*["\']?{}["\']?[ \t]*='
@@ -67,10 +70,7 @@ def _header(names: str, array: bool = False) -> re.Pattern[str]:
     return re.compile(rf'^[ \t]*{left}[ \t]*["\']?(?:{names})(?![A-Za-z0-9_.-])', re.M)
 
 
-#: the ladder's signature (seed 000's schema, with or without kind = "episode"): top-level id and tier,
-#: and its prompt variants (a [prompts] table, or a top-level prompts key). A tier's value is not
-#: checked: a typo ("F", "a") must still be collected and reported, and another tool's id and tier
-#: ("S1", a pricing "free") have no prompts
+#: the ladder's signature (module doc): top-level id and tier, and a [prompts] table (or prompts key)
 LADDER_KEYS = frozenset({"id", "tier"})
 _PROMPTS = _header("prompts")
 #: what a built-in declared kind's file has besides its kind line: a top-level key, or a table of its own
