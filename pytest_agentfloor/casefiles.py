@@ -96,12 +96,6 @@ def _head(path: Path, limit: int = HEAD_BYTES) -> tuple[str, str] | None:
     return text, text[:table.start()] if table else text
 
 
-def _declared_kind(path: Path) -> str | None:
-    head = _head(path)
-    found = _KIND.search(head[1]) if head is not None else None
-    return found.group("kind") if found else None
-
-
 def _top_keys(top: str) -> set[str]:
     return {m.group("key") for m in _TOP_KEY.finditer(top)}
 
@@ -126,15 +120,20 @@ def shaped_as_case(path: Path) -> bool:
     Deliberately a text check, not a parse: a case file with a syntax error must still be
     collected (and reported as a collection error), and nothing else is parsed at all.
     """
+    return case_shape(path)[0]
+
+
+def case_shape(path: Path) -> tuple[bool, str | None]:
+    """(whether `path` is a case file, the kind its head declares or None), from one read of its head."""
     head = _head(path) if path.suffix == ".toml" else None
     if head is None:
-        return False
+        return False, None
     text, top = head
     declared = _KIND.search(top)
-    kind = declared.group("kind") if declared else "episode"
-    if kind == "episode":
-        return _ladder(path, text, top)
+    kind = declared.group("kind") if declared else None
+    if kind is None or kind == "episode":
+        return _ladder(path, text, top), kind
     if kind in _SIGNATURES:
         key, table = _SIGNATURES[kind]
-        return key in _top_keys(top) or table.search(text) is not None
-    return kind in collected_kinds()
+        return key in _top_keys(top) or table.search(text) is not None, kind
+    return kind in collected_kinds(), kind

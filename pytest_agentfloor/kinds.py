@@ -134,7 +134,7 @@ def all_kinds() -> list[CaseKind]:
 
 
 def is_case_file(path: Path) -> bool:
-    """A case file by its content (casefiles.shaped_as_case): a declared kind or the ladder's keys.
+    """A case file by its content (casefiles.shaped_as_case): a kind's signature or a plug-in kind's line.
 
     Installation files next to the tables are read by the tables that name them, not collected;
     any other TOML (a pyproject.toml in a folder that happens to be called callsite) is left alone.

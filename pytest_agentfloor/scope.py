@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .casefiles import _declared_kind, shaped_as_case
+from .casefiles import case_shape, shaped_as_case
 
 _paths_key = pytest.StashKey[list[Path]]()
 _paths_error_key = pytest.StashKey[pytest.UsageError]()
@@ -76,19 +76,20 @@ def is_case_file(config: pytest.Config, path: Path) -> bool:
         return True
     if not any(path.is_relative_to(root) for root in case_paths(config)):
         return False
-    if shaped_as_case(path):
+    shaped, declared = case_shape(path)  # one read of the file's head
+    if shaped:
         return True
     # collected only in a benchmark run: a ladder case may omit its kind line, so a file beside ladder
     # cases that declares no kind (an empty or half-written case, binary garbage) is taken for one
     # and reported, not skipped; call-site and pressure tables always declare theirs
-    return _declared_kind(path) is None and _beside_ladder_cases(config, path.parent)
+    return declared is None and _beside_ladder_cases(config, path.parent)
 
 
 def _beside_ladder_cases(config: pytest.Config, directory: Path) -> bool:
     seen = config.stash.setdefault(_beside_key, {})
     if directory not in seen:
-        seen[directory] = any(shaped_as_case(p) and _declared_kind(p) in (None, "episode")
-                              for p in directory.glob("*.toml") if p.is_file())
+        files = (p for p in directory.glob("*.toml") if p.is_file())
+        seen[directory] = any(shaped and kind in (None, "episode") for shaped, kind in map(case_shape, files))
     return seen[directory]
 
 
